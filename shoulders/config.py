@@ -1,0 +1,88 @@
+"""Chapter configurations: one dataclass per model, one preset per scale.
+
+A chapter writes ``cfg = LSTMLMConfig.preset(sh.scale())`` and gets the settings for ``smoke``, ``cpu`` or
+``full``; keyword overrides change single fields (``preset("cpu", lr=3e-3)``) and an unknown field is an error.
+
+Each config lives next to the model it configures (``shoulders/models/rnnlm.py`` holds ``LSTMLMConfig``), the way
+nanoGPT keeps ``GPTConfig`` beside ``GPT``; this module holds only the base class.  A config that can build a
+model also provides ``build()`` and ``example_batch()``, so one test exercises every preset of every chapter
+(one optimisation step on a tiny batch) and no preset rots unseen.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar, Iterator, TypeVar
+
+from ._scale import SCALES, check_scale, scale
+
+C = TypeVar("C", bound="Config")
+
+
+class ConfigError(ValueError):
+    """A preset or override that does not fit the config."""
+
+
+@dataclasses.dataclass
+class Config:
+    """Base class of every chapter config.
+
+    Subclasses are dataclasses with defaults for every field and a ``presets`` class variable mapping each scale
+    to the fields that differ from the defaults.
+    """
+
+    presets: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    @classmethod
+    def preset(cls: type[C], scale_name: str | None = None, **overrides: Any) -> C:
+        """The config for ``scale_name`` (default: the current scale), with ``overrides`` applied."""
+        name = check_scale(scale_name) if scale_name is not None else scale()
+        missing = [s for s in SCALES if s not in cls.presets]
+        if missing:
+            raise ConfigError(f"{cls.__name__} has no preset for scale(s) {missing}")
+        values = {**cls.presets[name], **overrides}
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - fields)
+        if unknown:
+            raise ConfigError(f"{cls.__name__} has no field(s) {unknown}; its fields are {sorted(fields)}")
+        cfg = cls(**values)
+        cfg.scale = name
+        return cfg
+
+    def replace(self: C, **changes: Any) -> C:
+        """A copy with some fields changed (unknown fields are an error)."""
+        fields = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - fields)
+        if unknown:
+            raise ConfigError(f"{type(self).__name__} has no field(s) {unknown}")
+        new = dataclasses.replace(self, **changes)
+        new.scale = getattr(self, "scale", None)
+        return new
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Check field values; subclasses raise :class:`ConfigError` with a clear message."""
+
+
+def all_configs() -> Iterator[type[Config]]:
+    """Every concrete config class defined in ``shoulders.models`` (imported here so none is missed)."""
+    import importlib
+    import pkgutil
+
+    from . import models
+
+    for info in pkgutil.iter_modules(models.__path__):
+        importlib.import_module(f"{models.__name__}.{info.name}")
+
+    seen: list[type[Config]] = []
+    stack = list(Config.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        if cls.presets and cls not in seen:
+            seen.append(cls)
+    return iter(sorted(seen, key=lambda c: (c.__module__, c.__name__)))

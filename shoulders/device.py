@@ -1,0 +1,84 @@
+"""Where tensors live: ``cuda`` > ``mps`` > ``cpu``, overridable with ``SHOULDERS_DEVICE``.
+
+Also the few facts the training loop needs about a device: the autocast dtype (bf16 on CUDA, none elsewhere),
+how many CPU threads to use, and whether DataLoader workers may fork.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+
+ENV_VAR = "SHOULDERS_DEVICE"
+
+
+class DeviceError(RuntimeError):
+    """The requested device does not exist on this machine."""
+
+
+def _available(kind: str) -> bool:
+    if kind == "cpu":
+        return True
+    if kind == "cuda":
+        return torch.cuda.is_available()
+    if kind == "mps":
+        return bool(getattr(torch.backends, "mps", None)) and torch.backends.mps.is_available()
+    return False
+
+
+def device() -> torch.device:
+    """The device chapters train on.
+
+    ``SHOULDERS_DEVICE`` (``cpu``, ``cuda``, ``cuda:1``, ``mps``) overrides the automatic choice; asking for a
+    device this machine lacks is an error rather than a silent fallback, so a reported number always names
+    the hardware it came from.
+    """
+    wanted = os.environ.get(ENV_VAR, "").strip().lower()
+    if wanted:
+        try:
+            dev = torch.device(wanted)
+        except RuntimeError as err:
+            raise DeviceError(f"{ENV_VAR}={wanted!r} is not a device name (try cpu, cuda, cuda:0 or mps)") from err
+        if not _available(dev.type):
+            raise DeviceError(
+                f"{ENV_VAR}={wanted!r} but this machine has no {dev.type} device; unset {ENV_VAR} to choose automatically"
+            )
+        if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise DeviceError(f"{ENV_VAR}={wanted!r} but only {torch.cuda.device_count()} CUDA device(s) exist")
+        return dev
+    for kind in ("cuda", "mps"):
+        if _available(kind):
+            return torch.device(kind)
+    return torch.device("cpu")
+
+
+def autocast_dtype(dev: torch.device | str | None = None) -> torch.dtype | None:
+    """bf16 on CUDA (with bf16 support), else ``None`` (train in fp32)."""
+    dev = torch.device(dev) if dev is not None else device()
+    if dev.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return None
+
+
+def dataloader_workers() -> int:
+    """0 where forking worker processes is unsafe or pointless (notebook kernels on macOS/Windows), else 2."""
+    if sys.platform in ("darwin", "win32"):
+        return 0
+    return min(2, os.cpu_count() or 1)
+
+
+def set_threads(n: int | None = None) -> int:
+    """Use ``n`` intra-op CPU threads (default: the cores this process may use), avoiding oversubscription.
+
+    A training loop in a notebook kernel was seen pinned at 100% *system* CPU when PyTorch's default thread
+    count exceeded the cores the container actually grants; ``os.sched_getaffinity`` reports the real number.
+    """
+    if n is None:
+        try:
+            n = len(os.sched_getaffinity(0))
+        except AttributeError:  # macOS, Windows
+            n = os.cpu_count() or 1
+    n = max(1, int(n))
+    torch.set_num_threads(n)
+    return n
