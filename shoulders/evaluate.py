@@ -1,0 +1,30 @@
+"""Evaluation the way the papers do it.  This chapter-0 version has perplexity; later chapters add accuracy,
+F1, EM, BLEU, analogy and similarity here, one function each."""
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+import torch
+
+
+@torch.no_grad()
+def perplexity(model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
+               device: torch.device | str | None = None) -> float:
+    """exp of the token-weighted mean cross-entropy, PPL = exp(-1/N sum_i log P(w_i | history)).
+
+    ``model(x, y)`` must return the *mean* loss in nats over the ``y.numel()`` targets of the batch; batches are
+    weighted by their number of targets, so a shorter last window counts exactly as much as its tokens.
+    """
+    was_training = model.training
+    model.eval()
+    dev = torch.device(device) if device is not None else next(model.parameters()).device
+    total, count = 0.0, 0
+    for x, y in batches:
+        loss = model(x.to(dev), y.to(dev))
+        total += float(loss) * y.numel()
+        count += y.numel()
+    model.train(was_training)
+    if count == 0:
+        raise ValueError("perplexity needs at least one batch with targets")
+    return math.exp(total / count)

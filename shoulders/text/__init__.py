@@ -1,0 +1,25 @@
+"""Text for language models: vocabularies, tokenisers, corpora, LM streams (truncated BPTT), padding and masks.
+
+One job per file:
+
+* :mod:`~shoulders.text.vocab` -- :class:`Vocab` (specials, ``min_freq``, ``max_size``, ``<unk>``, save/load);
+* :mod:`~shoulders.text.tokenize` -- :func:`words`, :func:`simple_words`, :func:`chars`;
+* :mod:`~shoulders.text.corpus` -- :func:`wikitext2`, :func:`tiny_shakespeare`;
+* :mod:`~shoulders.text.stream` -- :class:`LMStream`, :func:`batchify`, :class:`BPTTBatches`, :func:`lm_stream`;
+* :mod:`~shoulders.text.pad` -- :func:`pad_sequences`, :func:`padding_mask`, :func:`causal_mask`,
+  :func:`attention_mask` (``True`` = take part, as in ``scaled_dot_product_attention``).
+"""
+from __future__ import annotations
+
+from .corpus import EOS, WIKITEXT2_SPLITS, tiny_shakespeare, wikitext2
+from .pad import attention_mask, causal_mask, pad_sequences, padding_mask
+from .stream import BPTTBatches, LMStream, batchify, lm_stream
+from .tokenize import SIMPLE_WORDS_PATTERN, chars, simple_words, words
+from .vocab import Vocab, VocabFileError, count_tokens
+
+__all__ = [
+    "EOS", "SIMPLE_WORDS_PATTERN", "WIKITEXT2_SPLITS",
+    "BPTTBatches", "LMStream", "Vocab", "VocabFileError",
+    "attention_mask", "batchify", "causal_mask", "chars", "count_tokens", "lm_stream", "pad_sequences",
+    "padding_mask", "simple_words", "tiny_shakespeare", "words", "wikitext2",
+]

@@ -1,0 +1,41 @@
+"""Figures and widgets of the book: static first, interactive where a kernel (or a Stack) allows.
+
+Every widget view comes with a matplotlib figure of its default state (:class:`View`), so the rendered book and
+the nbval outputs show the picture without JavaScript or a kernel. Views with a few states (schedules, heads,
+layers) are a :func:`stack_view` of precomputed images whose control is ``jslink``-ed to the Stack, so they
+switch in the static book too; sliders that recompute need a live kernel.
+
+Public surface:
+
+* :func:`training_curves` -- loss and metrics against the step, from a run's history (static figure);
+* :func:`lr_curves` -- every learning-rate schedule with sliders, plus the lr a run recorded (:class:`View`);
+* :func:`stack_view` / :class:`StackView` -- precomputed images (or any widgets) switched in the browser;
+* :class:`View` -- a static figure plus a widget, displayed in that order;
+* :func:`figure_to_png`, :func:`figure_to_image_widget`, :func:`subplots`, :class:`BookFigure` -- figures
+  outside pyplot, and their PNG inside an ``ipywidgets.Image``.
+"""
+from __future__ import annotations
+
+from .curves import expand_keys, training_curves
+from .figure import DPI, BookFigure, figure_to_image_widget, figure_to_png, subplots
+from .lr import default_schedules, lr_curves, lr_figure, recorded_lr, schedule_steps
+from .stack import StackView, stack_view
+from .view import View
+
+__all__ = [
+    "DPI",
+    "BookFigure",
+    "StackView",
+    "View",
+    "default_schedules",
+    "expand_keys",
+    "figure_to_image_widget",
+    "figure_to_png",
+    "lr_curves",
+    "lr_figure",
+    "recorded_lr",
+    "schedule_steps",
+    "stack_view",
+    "subplots",
+    "training_curves",
+]

@@ -1,0 +1,79 @@
+"""shoulders.text corpus readers: WikiText-2 counts (if the mirror exists) and the line convention."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shoulders.text import Vocab, lm_stream, tiny_shakespeare, wikitext2
+
+MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+WT2 = MIRROR / "wikitext-2"
+SHAKESPEARE = MIRROR / "tiny-shakespeare"
+needs_wt2 = pytest.mark.skipif(not (WT2 / "wiki.train.tokens").is_file(), reason=f"no WikiText-2 mirror at {WT2}")
+
+
+@pytest.fixture(scope="module")
+def wt2() -> dict[str, list[list[str]]]:
+    return {split: wikitext2(split, root=WT2) for split in ("train", "valid", "test")}
+
+
+@needs_wt2
+def test_wikitext2_token_and_line_counts(wt2):
+    counts = {s: (len(lines), sum(map(len, lines))) for s, lines in wt2.items()}
+    assert counts == {"train": (36_718, 2_088_628), "valid": (3_760, 217_646), "test": (4_358, 245_569)}
+    assert all(line[-1] == "<eos>" for lines in wt2.values() for line in lines)
+    assert wt2["train"][0] == ["<eos>"]  # the file starts with an empty line
+    assert wt2["train"][1] == ["=", "Valkyria", "Chronicles", "III", "=", "<eos>"]
+
+
+@needs_wt2
+def test_wikitext2_vocabulary_is_closed(wt2):
+    vocab = Vocab.build(wt2["train"], specials=["<eos>"], unk=None)
+    assert len(vocab) == 33_278 and "<unk>" in vocab  # the paper's vocabulary; <unk> is already in the text
+    for split in ("valid", "test"):  # WikiText has no out-of-vocabulary tokens: encoding never falls back
+        assert len(lm_stream(wt2[split], vocab)) == sum(map(len, wt2[split]))
+
+
+@needs_wt2
+def test_wikitext2_without_eos():
+    lines = wikitext2("valid", root=WT2, eos=None)
+    assert len(lines) == 3_760 and sum(map(len, lines)) == 217_646 - 3_760 and lines[0] == []
+
+
+def test_wikitext2_line_convention_on_a_small_file(tmp_path):
+    (tmp_path / "wiki.valid.tokens").write_text(" \n = Title = \n \n a b\tc \n", encoding="utf-8")
+    assert wikitext2("valid", root=tmp_path) == [["<eos>"], ["=", "Title", "=", "<eos>"], ["<eos>"],
+                                                 ["a", "b", "c", "<eos>"]]
+    (tmp_path / "wiki.test.tokens").write_text("x y\n\nz", encoding="utf-8")  # no final newline
+    assert wikitext2("test", root=tmp_path) == [["x", "y", "<eos>"], ["<eos>"], ["z", "<eos>"]]
+    (tmp_path / "wiki.train.tokens").write_text("a\u2028b\n", encoding="utf-8")  # only \n ends a line
+    assert len(wikitext2("train", root=tmp_path)) == 1
+
+
+def test_wikitext2_errors(tmp_path):
+    with pytest.raises(ValueError, match="split"):
+        wikitext2("dev", root=tmp_path)
+    with pytest.raises(FileNotFoundError, match="wiki.train.tokens"):
+        wikitext2("train", root=tmp_path)
+    with pytest.raises(FileNotFoundError):
+        wikitext2("train", root=tmp_path / "nowhere")
+
+
+@pytest.mark.skipif(not (SHAKESPEARE / "input.txt").is_file(), reason="no Tiny Shakespeare mirror")
+def test_tiny_shakespeare():
+    text = tiny_shakespeare(root=SHAKESPEARE)
+    assert len(text) == 1_115_394 and text.startswith("First Citizen:\n")
+    assert len(set(text)) == 65  # Karpathy's char-rnn vocabulary
+
+
+def test_default_root_comes_from_shoulders_data_path(tmp_path, monkeypatch):
+    import shoulders.data
+
+    (tmp_path / "wiki.valid.tokens").write_text(" a b \n", encoding="utf-8")
+    (tmp_path / "input.txt").write_text("To be", encoding="utf-8")
+    asked = []
+    monkeypatch.setattr(shoulders.data, "path", lambda name: asked.append(name) or tmp_path)
+    assert wikitext2("valid") == [["a", "b", "<eos>"]]
+    assert tiny_shakespeare() == "To be"
+    assert asked == ["wikitext-2", "tiny-shakespeare"]
