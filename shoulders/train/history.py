@@ -114,31 +114,18 @@ class History:
 
     # -- figure ----------------------------------------------------------------------------------------------
     def plot(self, keys: Iterable[str] | None = None, smooth: float = 0.9):
-        """A matplotlib figure: the training loss (raw and exponentially smoothed) and one panel per metric.
+        """A matplotlib figure of the run: :func:`shoulders.viz.training_curves` over ``keys``.
 
         ``keys`` chooses the panels (default: ``loss`` plus every series logged less often than the loss,
-        i.e. the evaluation metrics). Returns a matplotlib Figure that a notebook shows as a PNG (no pyplot).
+        i.e. the evaluation metrics).
         """
-        from ..viz.figure import BookFigure
+        from ..viz.curves import training_curves
 
         if keys is None:
             n = len(self)
             keys = ["loss"] if "loss" in self else []
             keys += [k for k in self.keys() if k != "loss" and len(self._series[k][0]) < n and not k.startswith("lr/")]
-        keys = list(keys)
-        fig = BookFigure(figsize=(4.2 * max(1, len(keys)), 3.2), layout="constrained")
-        for i, key in enumerate(keys):
-            ax = fig.add_subplot(1, max(1, len(keys)), i + 1)
-            steps, vals = self.series(key)
-            style = "-" if len(steps) > 20 else "o-"
-            ax.plot(steps, vals, style, lw=1, ms=3, alpha=0.4 if key == "loss" else 1.0, label=key)
-            if key == "loss" and len(vals) > 1:
-                ax.plot(steps, ema(vals, smooth), lw=1.5, label=f"loss (EMA {smooth})")
-                ax.legend(fontsize=8)
-            ax.set_xlabel("step")
-            ax.set_title(key)
-            ax.grid(alpha=0.3)
-        return fig
+        return training_curves(self, keys=tuple(keys), smooth=smooth)
 
 
 def ema(values: np.ndarray, beta: float = 0.9) -> np.ndarray:
