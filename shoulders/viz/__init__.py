@@ -19,6 +19,7 @@ from __future__ import annotations
 from .curves import expand_keys, training_curves
 from .figure import DPI, BookFigure, figure_to_image_widget, figure_to_png, subplots
 from .lr import default_schedules, lr_curves, lr_figure, recorded_lr, schedule_steps
+from .next_word import next_word_explorer, next_word_figure, top_k
 from .stack import StackView, stack_view
 from .view import View
 
