@@ -1,0 +1,148 @@
+"""ARPA export: the file is valid ARPA, and reading it back scores exactly like the model that wrote it."""
+from __future__ import annotations
+
+import math
+import random
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+from shoulders.models import ngram
+
+WORDS = "the a cat dog sat on mat log saw ate big red".split()
+
+
+def corpus(seed: int, lines: int) -> list[list[str]]:
+    rng = random.Random(seed)
+    return [[rng.choice(WORDS) for _ in range(rng.randint(0, 9))] + ["<eos>"] for _ in range(lines)]
+
+
+@pytest.fixture(scope="module")
+def counts():
+    return ngram.count_ngrams(corpus(0, 150), order=3)
+
+
+def model(counts, method, n=3):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ngram.DiscountFallbackWarning)
+        return ngram.NGramLM(counts, n, method)
+
+
+def parse(path):
+    """A strict, independent reading of the file: header, sections {k: [(log10 p, words, log10 bow|None)]}."""
+    text = path.read_text(encoding="utf-8").split("\n")
+    assert text[0] == "\\data\\" and text[-2:] == ["\\end\\", ""]
+    header, i = {}, 1
+    while (m := re.fullmatch(r"ngram (\d+)=(\d+)", text[i])):
+        header[int(m.group(1))] = int(m.group(2))
+        i += 1
+    sections, k = {}, None
+    for line in text[i:-2]:
+        if not line:
+            continue
+        if (m := re.fullmatch(r"\\(\d+)-grams:", line)):
+            k = int(m.group(1))
+            sections[k] = []
+            continue
+        parts = line.split("\t")
+        assert len(parts) in (2, 3), line
+        words = tuple(parts[1].split(" "))
+        assert len(words) == k
+        sections[k].append((float(parts[0]), words, float(parts[2]) if len(parts) == 3 else None))
+    return header, sections
+
+
+@pytest.mark.parametrize("method", ["mkn", "kn", "katz", "interpolation", "absolute", "add_k", "mle"])
+def test_arpa_is_valid(tmp_path, counts, method):
+    lm = model(counts, method)
+    path = tmp_path / "lm.arpa"
+    lm.to_arpa(path)
+    header, sections = parse(path)
+    assert sorted(header) == sorted(sections) == [1, 2, 3]
+    for k in header:
+        assert header[k] == len(sections[k]) == lm.sizes[k - 1]  # header counts = section lines
+        assert len({w for _, w, _ in sections[k]}) == len(sections[k])  # no duplicates
+        assert all(lp <= 1e-12 for lp, _, _ in sections[k])  # log10 probabilities
+        assert all(-99 <= lp for lp, _, _ in sections[k])
+    assert all(b is None for _, _, b in sections[3])  # no backoff weights at the top order
+    entries = {k: {w: (lp, b) for lp, w, b in sections[k]} for k in sections}
+    for k in (2, 3):
+        for w in entries[k]:
+            assert w[:-1] in entries[k - 1] and entries[k - 1][w[:-1]][1] is not None  # context has a bow
+            assert w[1:] in entries[k - 1]  # and the suffix is there to back off to
+    assert entries[1][("<s>",)][0] == -99  # <s> is never predicted: log10 0
+    assert sum(10 ** lp for lp, _, _ in sections[1]) == pytest.approx(1.0, abs=1e-9)
+    # log10 values: the stored bigram equals log10 of the model's probability
+    lp, (a, b), _ = sections[2][5]
+    assert lp == pytest.approx(math.log10(lm.score(b, [a])), abs=1e-12)
+
+
+@pytest.mark.parametrize("method", ["mkn", "kn", "katz", "interpolation", "mle"])
+def test_arpa_round_trip_scores_identically(tmp_path, counts, method):
+    lm = model(counts, method)
+    path = tmp_path / "lm.arpa"
+    lm.to_arpa(path)
+    back = ngram.NGramLM.from_arpa(path)
+    assert back.n == lm.n and back.sizes == lm.sizes and back.vocab.tokens == lm.vocab.tokens
+    words = lm.vocab.tokens + ["zebra"]
+    contexts = [(), ("the",), ("the", "cat"), ("<s>", "<s>"), ("<s>", "the"), ("zebra", "cat"), ("cat", "zebra"),
+                ("<eos>", "the")]
+    for ctx in contexts:
+        a = np.array([lm.logprob(w, ctx) for w in words])
+        b = np.array([back.logprob(w, ctx) for w in words])
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=0)  # -inf == -inf for mle zeros
+        np.testing.assert_allclose(back.distribution(ctx), lm.distribution(ctx), rtol=1e-12, atol=1e-300)
+    test = corpus(5, 30)
+    np.testing.assert_allclose(back.token_logprobs(test), lm.token_logprobs(test), rtol=1e-12)
+
+
+def test_arpa_seven_digits(tmp_path, counts):
+    lm = model(counts, "mkn")
+    path = tmp_path / "lm7.arpa"
+    lm.to_arpa(path, precision=7)
+    back = ngram.load_arpa(path)
+    test = corpus(6, 30)
+    diff = np.abs(back.token_logprobs(test) - lm.token_logprobs(test)) / math.log(10)  # in log10 units
+    assert diff.max() < 1e-6 * 3  # a score sums up to n stored (rounded) log10 values
+
+
+def test_stupid_backoff_cannot_be_written(tmp_path, counts):
+    with pytest.raises(ValueError, match="ARPA"):
+        model(counts, "stupid_backoff").to_arpa(tmp_path / "sb.arpa")
+
+
+def test_reads_a_hand_written_srilm_style_file(tmp_path):
+    """One <s> (SRILM/KenLM convention), </s>, missing bows = 0, the two-<s> padding backs off cleanly."""
+    path = tmp_path / "hand.arpa"
+    path.write_text("\n".join([
+        "some preamble", "", "\\data\\", "ngram 1=4", "ngram 2=2", "", "\\1-grams:",
+        "-99\t<s>\t-0.30103", "-0.30103\ta\t-0.5", "-0.60206\tb", "-0.60206\t</s>", "",
+        "\\2-grams:", "-0.1\t<s> a", "-0.2\ta b", "", "\\end\\", ""]), encoding="utf-8")
+    lm = ngram.load_arpa(path, eos="</s>")
+    assert lm.logprob("a", ["<s>"]) == pytest.approx(-0.1 * math.log(10))
+    assert lm.logprob("b", ["<s>"]) == pytest.approx((-0.30103 - 0.60206) * math.log(10))
+    assert lm.logprob("</s>", ["a"]) == pytest.approx((-0.5 - 0.60206) * math.log(10))
+    assert lm.logprob("a", ["b"]) == pytest.approx(-0.30103 * math.log(10))  # b has no bow: log10 1
+    assert lm.vocab.unk is None
+    with pytest.raises(KeyError, match="zebra"):
+        lm.logprob("zebra", ["a"])
+
+
+@pytest.mark.parametrize("text, msg", [
+    ("hello\n", "no \\\\data"),
+    ("\\data\\\nngram 1=2\n\n\\1-grams:\n-1\ta\n\n\\end\\\n", "ngram 1=2"),
+    ("\\data\\\nngram 1=1\n\n\\1-grams:\n-1\ta\n", "truncated"),
+    ("\\data\\\nngram 1=1\nngram 2=1\n\n\\1-grams:\n-1\ta\n\\2-grams:\n-1\tb a\n\\end\\\n", "not among"),
+    ("\\data\\\nngram 1=2\nngram 2=1\nngram 3=1\n\n\\1-grams:\n-1\ta\n-1\tb\n\\2-grams:\n-1\ta b\n"
+     "\\3-grams:\n-1\tb a b\n\\end\\\n", "no entry for its context"),
+    ("\\data\\\nngram 1=1\n\n\\1-grams:\n-1\ta b c\n\\end\\\n", "1-gram line"),
+    ("\\data\\\nngram 1=1\n\n\\1-grams:\nx\ta\n\\end\\\n", "not a number"),
+    ("\\data\\\nngram 1=1\n\n\\1-grams:\nnan\ta\n\\end\\\n", "non-finite"),
+])
+def test_bad_arpa_files(tmp_path, text, msg):
+    path = tmp_path / "bad.arpa"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=msg):
+        ngram.load_arpa(path)
