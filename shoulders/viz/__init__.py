@@ -34,9 +34,12 @@ __all__ = [
     "figure_to_png",
     "lr_curves",
     "lr_figure",
+    "next_word_explorer",
+    "next_word_figure",
     "recorded_lr",
     "schedule_steps",
     "stack_view",
     "subplots",
+    "top_k",
     "training_curves",
 ]

@@ -5,7 +5,7 @@
 * the **static figure** (always displayed): one small horizontal bar chart per example context, the ``k`` most
   probable next words of the default model, most probable on top;
 * the **widget**: a context menu over a ``Stack`` of precomputed images, one per example context, each showing
-  the top-k bars of every model given (e.g. n = 1 … 5 side by side). The menu is ``jslink``-ed to the Stack, so
+  the top-k bars of every model given (e.g. n = 1 … 5, three to a row). The menu is ``jslink``-ed to the Stack, so
   it works in the rendered book with no kernel. Below it, in a running notebook, a text box takes any context
   and sliders pick the model (n) and k; the chart is redrawn on every change.
 
@@ -31,8 +31,13 @@ __all__ = ["next_word_explorer", "next_word_figure", "top_k", "vocab_words", "as
 HINT = ("<small>Pick a context: the bars are the most probable next words, one chart per model. In a running "
         "notebook, open the box below to type your own context and move the sliders.</small>")
 
+LIVE_HINT = ("<small>Words are separated by spaces; an unknown word counts as <code>&lt;unk&gt;</code>. An order-n "
+             "model reads the last n − 1 words; a shorter context is scored with its lower orders (for "
+             "Kneser–Ney, continuation distributions), so give enough words — start with <code>&lt;s&gt;</code> "
+             "to mean the beginning of a sentence.</small>")
+
 PANEL_SIZE = (2.3, 2.5)
-"""Inches of one bar chart in a widget panel (at the default 80 dpi: 184 × 200 px)."""
+"""Inches of one bar chart in a widget panel (width; at the default 80 dpi: 184 px)."""
 
 
 def vocab_words(model: Any = None, vocab: Any = None) -> list[str]:
@@ -148,12 +153,21 @@ def next_word_figure(model: Any, contexts: Sequence[str | Sequence[str]], k: int
     return fig
 
 
+PANEL_COLS = 3
+"""Bar charts per row of a widget panel (5 models: 3 + 2), so a panel fits a page column without shrinking."""
+
+
 def _panel_png(models: Mapping[Any, Any], context: tuple[str, ...], k: int, words: Sequence[str],
                dpi: int) -> bytes:
-    """One context, one bar chart per model side by side."""
+    """One context, one bar chart per model, ``PANEL_COLS`` to a row."""
     m = len(models)
-    fig, axes = subplots(1, m, figsize=(PANEL_SIZE[0] * m, 0.2 * k + 0.9), squeeze=False)
-    for i, (ax, (name, model)) in enumerate(zip(axes.ravel(), models.items())):
+    ncols = min(m, PANEL_COLS)
+    nrows = -(-m // ncols)
+    fig, axes = subplots(nrows, ncols, figsize=(PANEL_SIZE[0] * ncols, (0.2 * k + 0.9) * nrows), squeeze=False)
+    flat = axes.ravel()
+    for ax in flat[m:]:
+        fig.delaxes(ax)
+    for i, (ax, (name, model)) in enumerate(zip(flat, models.items())):
         _draw_bars(ax, top_k(model, context, k, words=words), _model_label(name, model), color=f"C{i % 10}")
     fig.suptitle(f"{_context_label(context, 10)} →", fontsize=9)
     return figure_to_png(fig, dpi=dpi)
@@ -173,7 +187,8 @@ def _live_box(models: Mapping[Any, Any], first: tuple[str, ...], k: int, words: 
     image = widgets.Image(format="png")
     status = widgets.HTML("")
     controls = [text] + ([pick] if len(names) > 1 else []) + [kk]
-    box = widgets.VBox([widgets.HBox(controls, layout=widgets.Layout(flex_flow="row wrap")), image, status])
+    box = widgets.VBox([widgets.HBox(controls, layout=widgets.Layout(flex_flow="row wrap")), image, status,
+                        widgets.HTML(LIVE_HINT)])
 
     def redraw(_change: Any = None) -> None:
         context = as_context(text.value)
