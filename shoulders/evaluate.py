@@ -10,18 +10,29 @@ import torch
 
 @torch.no_grad()
 def perplexity(model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
-               device: torch.device | str | None = None) -> float:
+               device: torch.device | str | None = None, carry_state: bool = False) -> float:
     """exp of the token-weighted mean cross-entropy, PPL = exp(-1/N sum_i log P(w_i | history)).
 
     ``model(x, y)`` must return the *mean* loss in nats over the ``y.numel()`` targets of the batch; batches are
     weighted by their number of targets, so a shorter last window counts exactly as much as its tokens.
+
+    ``carry_state=True`` is for recurrent LMs over consecutive BPTT windows (``LMStream.bptt_batches``): each
+    window starts from the state the previous one ended with (``model(x, y, state=s, return_state=True)``, see
+    :mod:`shoulders.models.rnnlm`), so every row is scored as one long sequence, the way the model is trained with
+    :class:`~shoulders.models.rnnlm.CarryState`; the first window starts from zeros.
     """
     was_training = model.training
     model.eval()
     dev = torch.device(device) if device is not None else next(model.parameters()).device
     total, count = 0.0, 0
+    state = None
     for x, y in batches:
-        loss = model(x.to(dev), y.to(dev))
+        x, y = x.to(dev), y.to(dev)
+        if carry_state:
+            out = model(x, y, state=state, return_state=True)
+            loss, state = out["loss"], out["state"]
+        else:
+            loss = model(x, y)
         total += float(loss) * y.numel()
         count += y.numel()
     model.train(was_training)
