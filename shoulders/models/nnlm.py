@@ -49,9 +49,11 @@ def init_unigram_bias_(bias: torch.Tensor, counts: torch.Tensor) -> torch.Tensor
     """Set an output bias b (|V|) to the add-one unigram log-probabilities log((c_w + 1) / (N + |V|)).
 
     With every other output term still near zero, softmax(b) *is* the unigram model, so training starts from
-    the baseline every chapter compares with and spends its steps on what the context adds. ``counts`` are the
-    training counts of each id (e.g. ``torch.bincount(train.ids, minlength=len(vocab))``). Used by every LM with
-    an output bias (the NNLM's b, the LBL's b_w, the recurrent LMs' ``out.bias``: ``model.output_bias``).
+    the baseline every chapter compares with and spends its steps on what the context adds. It matters for short
+    runs: Adam moves each parameter by about lr per step, so from b = 0 the rare words' log-probabilities (about
+    -12) are hundreds of steps away. ``counts`` are the training counts of each id (e.g.
+    ``torch.bincount(train.ids, minlength=len(vocab))``). Used by every LM with an output bias (the NNLM's b, the
+    LBL's b_w, the recurrent LMs' ``out.bias``: ``model.output_bias``).
     """
     counts = torch.as_tensor(counts, dtype=torch.float64).flatten()
     if counts.numel() != bias.numel():
