@@ -11,13 +11,7 @@ from shoulders.models.cw import CW, CWConfig, corrupt_centre, hinge_rank_loss
 from shoulders.models.lbl import LBL, LBLConfig
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models: one thread is fastest, and much faster than two on a loaded machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 # -- LBL -----------------------------------------------------------------------------------------------------------

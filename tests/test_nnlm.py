@@ -12,13 +12,7 @@ from shoulders.text import LMStream, Vocab
 from shoulders.text.windows import ngram_batches, sliding_windows, window_batches
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models: one thread is fastest, and much faster than two on a loaded machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def small(**kw) -> NNLMConfig:

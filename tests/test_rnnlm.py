@@ -14,13 +14,7 @@ from shoulders.models.rnnlm import LSTMLM, RNNLM, CarryState, LSTMLMConfig, RNNL
 from shoulders.text import LMStream
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models: one thread is fastest, and much faster than two on a loaded machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 V = 30
 CONFIGS = {

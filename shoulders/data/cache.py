@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
+from .._atomic import write_text_atomic
 from .entry import Dataset
 from .verify import FileRecord, accepts, measure
 
@@ -116,13 +116,4 @@ def write_stamp(entry: Dataset, folder: Path, records: dict[str, FileRecord], so
         "source": source,
         "files": {name: {"size": r.size, "sha256": r.sha256} for name, r in sorted(records.items())},
     }
-    handle, temp = tempfile.mkstemp(dir=folder, prefix=".stamp-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(stamp, out, indent=1)
-            out.write("\n")
-        os.chmod(temp, 0o644)  # mkstemp makes it private; the stamp is as readable as the data
-        os.replace(temp, folder / STAMP)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(folder / STAMP, json.dumps(stamp, indent=1) + "\n")

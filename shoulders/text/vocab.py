@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, repeat
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Any, Union
 
 import numpy as np
+
+from .._atomic import write_text_atomic
 
 FORMAT = "shoulders.text.Vocab"
 VERSION = 1
@@ -243,16 +244,7 @@ class Vocab:
         entries = [f"    {json.dumps([t, self.counts[t]], ensure_ascii=False)}" for t in self._itos]
         lines.append(",\n".join(entries))
         lines += ["  ]", "}", ""]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-                f.write("\n".join(lines))
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return write_text_atomic(path, "\n".join(lines))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Vocab":

@@ -23,6 +23,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from .._atomic import write_text_atomic
+
 FORMAT = "shoulders.history/1"
 
 
@@ -99,13 +101,8 @@ class History:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the history as JSON (atomically: a temporary file, then a rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         # NaN/inf are written as the JSON extensions NaN/Infinity, which json.load reads back.
-        tmp.write_text(json.dumps(self.state_dict()), encoding="utf-8")
-        os.replace(tmp, path)
-        return path
+        return write_text_atomic(path, json.dumps(self.state_dict()))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "History":
