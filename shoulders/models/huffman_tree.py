@@ -1,0 +1,162 @@
+"""A Huffman tree over the vocabulary, and the hierarchical softmax that walks it.
+
+Hierarchical softmax (Morin & Bengio 2005; Mnih & Hinton 2009) replaces the |V|-way softmax by a binary tree
+with the words at its leaves: P(w | h) is the product of the left/right decisions on the path from the root to
+w, each a logistic unit with its own vector v'_n. Mikolov et al. (2013b, "Distributed Representations of Words
+and Phrases and their Compositionality", sec. 2.1, eq. 3) use a *Huffman* tree, so frequent words have short
+paths and training is cheap where the data are:
+
+    P(w | h) = prod_{j=1}^{L(w)-1} sigma( [[ n(w, j+1) = ch(n(w, j)) ]] * v'_{n(w,j)}^T h )          (eq. 3)
+
+with [[x]] = 1 if x else -1. Here a word's *code* is the bit string of its path (0 = the branch the paper's
+[[.]] calls +1, as in word2vec.c, where the label of a node is ``1 - code``) and its *points* are the inner
+nodes on the path, numbered 0 .. |V|-2. The same tree serves fastText's supervised classifier (Joulin et al.
+2017, sec. 2.1), with the labels at the leaves.
+
+Huffman (1952): repeatedly merge the two lightest subtrees. The expected code length sum_w p_w L(w) is then
+the smallest of any prefix-free binary code -- the tests check it against the merge-cost sum.
+"""
+from __future__ import annotations
+
+import dataclasses
+import heapq
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = ["HierarchicalSoftmax", "HuffmanTree", "huffman_tree"]
+
+
+@dataclasses.dataclass
+class HuffmanTree:
+    """The codes and paths of a Huffman tree over ``V`` leaves, padded to the longest code ``L``.
+
+    ``codes`` (V, L) int64 bits, ``points`` (V, L) int64 inner-node ids in ``0 .. V-2`` (root = V-2), ``lengths``
+    (V,) code lengths, ``mask`` (V, L) bool (``True`` on the first ``lengths[w]`` positions). Padding is 0.
+    """
+
+    codes: torch.Tensor  # (V, L)
+    points: torch.Tensor  # (V, L)
+    lengths: torch.Tensor  # (V,)
+
+    @property
+    def num_leaves(self) -> int:
+        return self.codes.shape[0]
+
+    @property
+    def num_inner(self) -> int:
+        """V - 1 inner nodes, each with its own vector v'_n."""
+        return self.num_leaves - 1
+
+    @property
+    def mask(self) -> torch.Tensor:
+        L = self.codes.shape[1]
+        return torch.arange(L)[None, :] < self.lengths[:, None]  # (V, L)
+
+    def code(self, w: int) -> str:
+        """The code of leaf ``w`` as a bit string, e.g. ``"0110"``."""
+        n = int(self.lengths[w])
+        return "".join(str(int(b)) for b in self.codes[w, :n])
+
+    def expected_length(self, counts: Any) -> float:
+        """sum_w p_w L(w), with p_w = counts_w / sum(counts): the average code length in bits."""
+        c = torch.as_tensor(np.asarray(counts, dtype=np.float64))
+        return float((c * self.lengths.double()).sum() / c.sum())
+
+    def to(self, device: torch.device | str) -> "HuffmanTree":
+        return HuffmanTree(self.codes.to(device), self.points.to(device), self.lengths.to(device))
+
+
+def huffman_tree(counts: Any) -> HuffmanTree:
+    """Build the Huffman tree of ``counts`` (V,) non-negative numbers (word or label frequencies), V >= 2.
+
+    Ties are broken by creation order (leaves by id, then inner nodes as created), so the tree is deterministic.
+    """
+    c = np.asarray(counts, dtype=np.float64).reshape(-1)
+    V = c.size
+    if V < 2:
+        raise ValueError(f"a Huffman tree needs at least 2 leaves, got {V}")
+    if (c < 0).any() or not np.isfinite(c).all():
+        raise ValueError("counts must be finite and non-negative")
+    parent = np.zeros(2 * V - 1, dtype=np.int64)
+    bit = np.zeros(2 * V - 1, dtype=np.int64)
+    heap = [(float(c[i]), i) for i in range(V)]
+    heapq.heapify(heap)
+    for new in range(V, 2 * V - 1):  # node ids V .. 2V-2 are inner nodes; 2V-2 is the root
+        w1, a = heapq.heappop(heap)
+        w2, b = heapq.heappop(heap)
+        parent[a], bit[a] = new, 0  # the lighter subtree gets bit 0 (word2vec.c gives the heavier 1)
+        parent[b], bit[b] = new, 1
+        heapq.heappush(heap, (w1 + w2, new))
+    root = 2 * V - 2
+    paths_codes, paths_points = [], []
+    for w in range(V):
+        codes, points, n = [], [], w
+        while n != root:
+            codes.append(bit[n])
+            points.append(parent[n] - V)  # inner node id in 0 .. V-2
+            n = parent[n]
+        paths_codes.append(codes[::-1])  # root first
+        paths_points.append(points[::-1])
+    lengths = np.array([len(p) for p in paths_codes], dtype=np.int64)
+    L = int(lengths.max())
+    codes_t = torch.zeros(V, L, dtype=torch.long)
+    points_t = torch.zeros(V, L, dtype=torch.long)
+    for w in range(V):
+        n = lengths[w]
+        codes_t[w, :n] = torch.as_tensor(paths_codes[w])
+        points_t[w, :n] = torch.as_tensor(paths_points[w])
+    return HuffmanTree(codes_t, points_t, torch.as_tensor(lengths))
+
+
+class HierarchicalSoftmax(nn.Module):
+    """The output layer of eq. 3: one vector v'_n per inner node, ``weight`` (V-1, d), initialised to zero.
+
+    ``loss(h, y)`` is the mean of -log P(y | h) over the batch; ``log_probs(h)`` gives log P(w | h) for every
+    leaf (for tests and small vocabularies); ``sgd_step`` is word2vec.c's update without autograd.
+    """
+
+    def __init__(self, tree: HuffmanTree, dim: int):
+        super().__init__()
+        self.register_buffer("codes", tree.codes, persistent=False)  # (V, L)
+        self.register_buffer("points", tree.points, persistent=False)  # (V, L)
+        self.register_buffer("path_mask", tree.mask, persistent=False)  # (V, L)
+        self.weight = nn.Parameter(torch.zeros(tree.num_inner, dim))  # (V-1, d): v'_n
+
+    def _scores(self, h: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        points, mask = self.points[y], self.path_mask[y]  # (B, L)
+        x = torch.einsum("bld,bd->bl", self.weight[points], h)  # (B, L): v'_n^T h along the path
+        sign = 1.0 - 2.0 * self.codes[y].to(h.dtype)  # (B, L): +1 for bit 0, -1 for bit 1
+        return x, sign, mask
+
+    def loss(self, h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """-1/B sum_b log P(y_b | h_b): h (B, d), y (B,) leaf ids."""
+        x, sign, mask = self._scores(h, y)
+        return -(F.logsigmoid(sign * x) * mask).sum() / h.shape[0]
+
+    def log_probs(self, h: torch.Tensor) -> torch.Tensor:
+        """log P(w | h) for every leaf w: h (B, d) -> (B, V); each row's exp sums to 1."""
+        V = self.codes.shape[0]
+        x = h @ self.weight.T  # (B, V-1): every inner node's score
+        xs = x[:, self.points]  # (B, V, L)
+        sign = 1.0 - 2.0 * self.codes.to(h.dtype)  # (V, L)
+        return (F.logsigmoid(sign * xs) * self.path_mask).sum(-1).reshape(-1, V)  # (B, V)
+
+    @torch.no_grad()
+    def sgd_step(self, h: torch.Tensor, y: torch.Tensor, lr: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """One SGD step on the node vectors, by hand: returns (summed loss, dL/dh (B, d)).
+
+        With f = sigma(v'^T h) and label 1 - code, word2vec.c does ``g = (1 - code - f) * lr``,
+        ``neu1e += g v'``, ``v' += g h``; here dL/dx = f - (1 - code) on each node of the path.
+        """
+        x, sign, mask = self._scores(h, y)  # (B, L)
+        loss = -(F.logsigmoid(sign * x) * mask).sum()
+        dx = (torch.sigmoid(x) - (1.0 - self.codes[y].to(h.dtype))) * mask  # (B, L)
+        points = self.points[y]  # (B, L)
+        dh = torch.einsum("bl,bld->bd", dx, self.weight[points])  # (B, d), from the old v'
+        dW = dx[:, :, None] * h[:, None, :]  # (B, L, d)
+        self.weight.index_add_(0, points.reshape(-1), dW.reshape(-1, h.shape[1]), alpha=-lr)
+        return loss, dh

@@ -1,0 +1,444 @@
+"""word2vec: CBOW and skip-gram (Mikolov, Chen, Corrado & Dean 2013a, "Efficient Estimation of Word
+Representations in Vector Space"; Mikolov, Sutskever, Chen, Corrado & Dean 2013b, "Distributed Representations
+of Words and Phrases and their Compositionality").
+
+Two log-linear models with one table of input vectors v_w (``embed``) and one of output vectors v'_w:
+
+* **skip-gram** (2013a sec. 3.2; 2013b eq. 1): the centre word predicts each word of its window,
+  maximise 1/T sum_t sum_{-c <= j <= c, j != 0} log p(w_{t+j} | w_t), with h = v_{w_t};
+* **CBOW** (2013a sec. 3.1): the average of the window's vectors predicts the centre word,
+  h = 1/|C| sum_{j in C} v_{w_{t+j}}.
+
+p(w_O | h) is one of three output layers (``output=``): the full softmax exp(v'_{w_O}^T h) / sum_w
+exp(v'_w^T h) (2013b eq. 2), the hierarchical softmax over a Huffman tree (eq. 3,
+:mod:`~shoulders.models.huffman_tree`) or negative sampling (eq. 4, :mod:`~shoulders.models.negative_sampling`).
+
+The training tricks of the papers and of word2vec.c: subsampling of frequent words (2013b eq. 5), a *dynamic
+window* (for each centre word the window size b is drawn uniformly from 1..c, so near words count more; 2013a
+sec. 4.2 "we randomly choose R in range <1; C>"), and plain SGD whose learning rate decays linearly from
+``lr`` to ``lr * 1e-4`` over the planned number of words.
+
+Speed comes from batches, not from a loop per token: :class:`Word2VecBatches` cuts an epoch into chunks of
+``batch_words`` tokens and builds all (centre, context) pairs of a chunk with tensor ops; :func:`train` applies
+word2vec.c's update rules to the whole batch at once with ``index_add_`` (gradients written by hand, checked
+against autograd in the tests). The module's ``forward`` returns the loss too, so :func:`shoulders.train.fit`
+can train it with any optimiser.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
+from typing import Any, Callable, ClassVar, Mapping
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ..config import Config, ConfigError
+from ..text.vocab import Vocab
+from ..train.history import History
+from .huffman_tree import HierarchicalSoftmax, huffman_tree
+from .negative_sampling import NegativeSampler, NegativeSampling, keep_probability, subsample
+
+__all__ = ["FullSoftmax", "Word2Vec", "Word2VecBatches", "Word2VecConfig", "WordCorpus", "dynamic_window",
+           "output_layer", "prepare_corpus", "train", "window_pairs", "zipf_counts"]
+
+ARCHS = ("sg", "cbow")
+OUTPUTS = ("ns", "hs", "softmax")
+
+
+# -- data ---------------------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class WordCorpus:
+    """A corpus for word vectors: ``ids`` (N,) of the in-vocabulary tokens (out-of-vocabulary ones are dropped,
+    as word2vec.c does), ``sentence`` (N,) the line each token came from (windows never cross lines), and the
+    ``vocab`` (ids by descending count) with ``counts`` (V,)."""
+
+    ids: torch.Tensor  # (N,)
+    sentence: torch.Tensor  # (N,)
+    vocab: Vocab
+    counts: torch.Tensor  # (V,)
+
+    def __len__(self) -> int:
+        return self.ids.numel()
+
+    def to(self, device: torch.device | str) -> "WordCorpus":
+        return WordCorpus(self.ids.to(device), self.sentence.to(device), self.vocab, self.counts)
+
+
+def prepare_corpus(lines: Iterable[Sequence[str]], min_count: int = 5, max_tokens: int | None = None,
+                   max_vocab: int | None = None, drop: Sequence[str] = ("<eos>",)) -> WordCorpus:
+    """Count, build the vocabulary (``min_count``, at most ``max_vocab`` words) and encode lines of tokens.
+
+    ``max_tokens`` keeps only the first lines up to that many tokens (smoke scale); tokens in ``drop`` (the LM
+    end-of-line marker) are removed first -- a line is already a window boundary.
+    """
+    dropped = set(drop)
+    kept_lines, total = [], 0
+    for line in lines:
+        if max_tokens is not None and total >= max_tokens:
+            break
+        toks = [t for t in line if t not in dropped]
+        if toks:
+            kept_lines.append(toks)
+            total += len(toks)
+    if not kept_lines:
+        raise ValueError("the corpus has no tokens")
+    vocab = Vocab.build(kept_lines, unk=None, min_freq=min_count, max_size=max_vocab)
+    if len(vocab) < 2:
+        raise ValueError(f"only {len(vocab)} word(s) occur >= min_count={min_count} times; lower min_count")
+    stoi = vocab.stoi
+    raw = np.fromiter((stoi.get(t, -1) for t in chain.from_iterable(kept_lines)), dtype=np.int64, count=total)
+    line_of = np.repeat(np.arange(len(kept_lines)), [len(x) for x in kept_lines])
+    keep = raw >= 0
+    counts = torch.as_tensor(vocab.count_array())
+    return WordCorpus(torch.from_numpy(raw[keep]), torch.from_numpy(line_of[keep]), vocab, counts)
+
+
+def zipf_counts(vocab_size: int, total: int = 1_000_000) -> torch.Tensor:
+    """Counts (V,) following Zipf's law, count ~ 1/rank: stand-in frequencies for a model built without data."""
+    r = torch.arange(1, vocab_size + 1, dtype=torch.float64)
+    return (total / r / (1.0 / r).sum()).ceil().long()
+
+
+def dynamic_window(n: int, window: int, generator: torch.Generator | None = None,
+                   device: torch.device | str | None = None) -> torch.Tensor:
+    """The effective window b (n,) of each centre word, uniform on 1..window (word2vec.c's ``b``)."""
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    return torch.randint(1, window + 1, (n,), generator=generator, device=device)
+
+
+def window_pairs(ids: torch.Tensor, sentence: torch.Tensor, window: int, start: int = 0, stop: int | None = None,
+                 generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The windows of the centre positions ``start .. stop-1`` of a stream, all at once.
+
+    Returns ``center`` (C,) ids, ``context`` (C, 2*window) ids (offsets -window..-1, 1..window) and ``mask``
+    (C, 2*window): ``True`` where the offset is within that centre's dynamic window b, inside the stream and on
+    the same line. Skip-gram pairs are ``center[i], context[i, j]`` for every ``mask[i, j]``.
+    """
+    N = ids.numel()
+    stop = N if stop is None else min(stop, N)
+    pos = torch.arange(start, stop, device=ids.device)  # (C,)
+    b = dynamic_window(pos.numel(), window, generator, ids.device)  # (C,)
+    off = torch.cat([torch.arange(-window, 0), torch.arange(1, window + 1)]).to(ids.device)  # (2w,)
+    j = pos[:, None] + off[None, :]  # (C, 2w)
+    mask = (off.abs()[None, :] <= b[:, None]) & (j >= 0) & (j < N)
+    j = j.clamp_(0, N - 1)
+    mask &= sentence[j] == sentence[pos][:, None]
+    return ids[pos], ids[j], mask
+
+
+class Word2VecBatches:
+    """An epoch of word2vec batches over a :class:`WordCorpus` (re-iterable; each ``iter()`` is a new epoch).
+
+    Per epoch: subsample the stream (eq. 5), then take ``batch_words`` centre tokens at a time and yield, for
+    ``arch="sg"``, ``(center (P,), context (P,))`` -- all P pairs of the chunk -- and for ``arch="cbow"``,
+    ``(context (C, 2w), center (C,), mask (C, 2w))``. :meth:`epoch` also yields how many corpus tokens (before
+    subsampling) the batch has consumed, for the learning-rate decay.
+    """
+
+    def __init__(self, corpus: WordCorpus, arch: str = "sg", window: int = 5, batch_words: int = 10_000,
+                 sample: float = 1e-3, rule: str = "word2vec.c", seed: int = 0) -> None:
+        if arch not in ARCHS:
+            raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
+        if batch_words < 1:
+            raise ValueError(f"batch_words must be >= 1, got {batch_words}")
+        self.corpus, self.arch, self.window, self.batch_words = corpus, arch, int(window), int(batch_words)
+        self.keep = keep_probability(corpus.counts, sample, rule)  # (V,)
+        self.seed, self.epochs_done = int(seed), 0
+
+    def __len__(self) -> int:
+        """Expected batches per epoch (subsampling is random)."""
+        kept = float((self.keep * self.corpus.counts.double()).sum())
+        return max(1, math.ceil(kept / self.batch_words))
+
+    def epoch(self, index: int) -> Iterator[tuple[tuple[torch.Tensor, ...], int]]:
+        """``(batch, raw tokens consumed so far this epoch)`` for epoch ``index`` (seeded by seed and index)."""
+        dev = self.corpus.ids.device
+        g = torch.Generator(device=dev).manual_seed(self.seed * 1_000_003 + index)
+        kept = subsample(self.corpus.ids, self.keep, g)  # (N,)
+        where = kept.nonzero().squeeze(1)  # (M,) positions of the kept tokens in the raw stream
+        ids, sentence = self.corpus.ids[where], self.corpus.sentence[where]
+        M = ids.numel()
+        for s in range(0, M, self.batch_words):
+            e = min(s + self.batch_words, M)
+            center, context, mask = window_pairs(ids, sentence, self.window, s, e, g)
+            raw = int(where[e - 1]) + 1 if e < M else len(self.corpus)
+            if self.arch == "sg":
+                i, j = mask.nonzero(as_tuple=True)
+                batch: tuple[torch.Tensor, ...] = (center[i], context[i, j])
+            else:
+                rows = mask.any(1)  # a centre alone on its line has no context
+                batch = (context[rows], center[rows], mask[rows])
+            if batch[0].numel():
+                yield batch, raw
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, ...]]:
+        index = self.epochs_done
+        self.epochs_done += 1
+        return (b for b, _ in self.epoch(index))
+
+
+# -- model --------------------------------------------------------------------------------------------------------
+class FullSoftmax(nn.Module):
+    """p(w | h) = exp(v'_w^T h) / sum_{w'} exp(v'_{w'}^T h) (2013b eq. 2): ``weight`` (V, d), zero-initialised.
+    Costs O(V) per example -- the reason for the other two output layers; fine for small vocabularies."""
+
+    def __init__(self, num_words: int, dim: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(num_words, dim))  # (V, d)
+
+    def loss(self, h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(h @ self.weight.T, y)  # mean over B
+
+    def log_probs(self, h: torch.Tensor) -> torch.Tensor:
+        return torch.log_softmax(h @ self.weight.T, -1)  # (B, V)
+
+    @torch.no_grad()
+    def sgd_step(self, h: torch.Tensor, y: torch.Tensor, lr: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """dL/dlogits = softmax - onehot; returns (summed loss, dL/dh), updates v' in place (dense)."""
+        chunk = max(1, 2**22 // self.weight.shape[0])  # bound the (B, V) matrix
+        loss, dhs = h.new_zeros(()), []
+        for s in range(0, h.shape[0], chunk):
+            hc, yc = h[s: s + chunk], y[s: s + chunk]
+            logits = hc @ self.weight.T  # (b, V)
+            loss += F.cross_entropy(logits, yc, reduction="sum")
+            dlogits = torch.softmax(logits, -1)
+            dlogits[torch.arange(yc.numel(), device=yc.device), yc] -= 1.0
+            dhs.append(dlogits @ self.weight)  # (b, d)
+            self.weight.add_(dlogits.T @ hc, alpha=-lr)
+        return loss, torch.cat(dhs)
+
+
+def output_layer(kind: str, counts: Any, dim: int, negatives: int = 5, power: float = 0.75) -> nn.Module:
+    """``"softmax"`` (:class:`FullSoftmax`), ``"hs"`` (Huffman tree of ``counts``) or ``"ns"`` (noise from
+    ``counts``^power): each has ``loss(h, y)``, ``sgd_step(h, y, lr)`` and a ``weight`` of output vectors."""
+    V = len(counts)
+    if kind == "softmax":
+        return FullSoftmax(V, dim)
+    if kind == "hs":
+        return HierarchicalSoftmax(huffman_tree(counts), dim)
+    if kind == "ns":
+        return NegativeSampling(NegativeSampler(counts, power), dim, negatives)
+    raise ValueError(f"output must be one of {OUTPUTS}, got {kind!r}")
+
+
+class Word2Vec(nn.Module):
+    """Skip-gram or CBOW with one of the three output layers. ``embed`` holds the input vectors v_w -- the word
+    vectors -- initialised as word2vec.c does (uniform in +-0.5/d; output vectors start at zero)."""
+
+    def __init__(self, cfg: "Word2VecConfig", counts: Any | None = None):
+        super().__init__()
+        counts = zipf_counts(cfg.vocab_size) if counts is None else torch.as_tensor(counts)
+        self.cfg, self.arch = cfg, cfg.arch
+        V, d = len(counts), cfg.dim
+        self.embed = nn.Embedding(V, d)  # (V, d): v_w
+        nn.init.uniform_(self.embed.weight, -0.5 / d, 0.5 / d)
+        self.out = output_layer(cfg.output, counts, d, cfg.negatives)
+
+    def hidden(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """h (B, d): v_x for skip-gram (x (B,)); the mean of the unmasked v over the window for CBOW (x (B, 2w))."""
+        v = self.embed(x)
+        if self.arch == "sg":
+            return v  # (B, d)
+        m = torch.ones_like(x, dtype=v.dtype) if mask is None else mask.to(v.dtype)  # (B, 2w)
+        return (v * m[..., None]).sum(1) / m.sum(1, keepdim=True).clamp(min=1.0)  # (B, d)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Mean -log p(y | h(x)) over the batch (for NS: the negative of eq. 4, noise drawn from torch's RNG)."""
+        return self.out.loss(self.hidden(x, mask), y)
+
+    @torch.no_grad()
+    def sgd_step(self, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None = None, lr: float = 0.025,
+                 **out_kwargs: Any) -> torch.Tensor:
+        """One hand-written SGD step on the batch (word2vec.c's updates, summed over the batch): returns the
+        summed loss. The gradient of the CBOW mean reaches each context word divided by |C| (word2vec.c adds
+        the undivided error instead -- the same direction with a larger step)."""
+        h = self.hidden(x, mask)
+        loss, dh = self.out.sgd_step(h, y, lr, **out_kwargs)
+        W = self.embed.weight
+        if self.arch == "sg":
+            W.index_add_(0, x, dh, alpha=-lr)
+        else:
+            m = torch.ones_like(x, dtype=torch.bool) if mask is None else mask.bool()  # (B, 2w)
+            share = dh / m.sum(1, keepdim=True).clamp(min=1)  # (B, d)
+            rows = m.nonzero(as_tuple=True)
+            W.index_add_(0, x[rows], share[rows[0]], alpha=-lr)
+        return loss
+
+    def vectors(self) -> torch.Tensor:
+        """The word vectors (V, d): the input vectors v_w, as word2vec.c saves them."""
+        return self.embed.weight.detach()
+
+    def extra_repr(self) -> str:
+        c = self.cfg
+        return f"arch={c.arch}, output={c.output}, dim={c.dim}, window={c.window}"
+
+
+# -- config -------------------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class Word2VecConfig(Config):
+    """word2vec's settings, named as in word2vec.c / gensim where they exist."""
+
+    arch: str = "sg"  # "sg" (skip-gram) or "cbow"
+    output: str = "ns"  # "ns" (negative sampling), "hs" (hierarchical softmax), "softmax"
+    dim: int = 100  # -size
+    window: int = 5  # -window: the largest dynamic window c
+    negatives: int = 5  # -negative: k noise words per pair
+    share_negatives: int = 1  # runs of this many consecutive pairs share their k noise words (1 = word2vec.c)
+    sample: float = 1e-3  # -sample: the subsampling threshold t (0 = off)
+    sample_rule: str = "word2vec.c"  # or "paper": how t turns into a keep probability (negative_sampling.py)
+    min_count: int = 5  # -min-count
+    max_vocab: int | None = None
+    lr: float = 0.025  # -alpha: 0.025 for skip-gram, 0.05 for CBOW in word2vec.c
+    min_lr_ratio: float = 1e-4  # word2vec.c never lets alpha fall below starting_alpha * 1e-4
+    epochs: int = 5  # -iter
+    batch_words: int = 10_000  # centre tokens per batch (gensim's batch_words)
+    corpus: str = "wikitext-2"  # or "text8"
+    train_tokens: int | None = None  # only the first N tokens of the corpus (smoke)
+    vocab_size: int = 33_278  # used only when a model is built without corpus counts
+    seed: int = 0
+
+    presets: ClassVar = {
+        "smoke": dict(dim=50, window=5, negatives=5, sample=1e-3, min_count=3, epochs=2, batch_words=4_000,
+                      train_tokens=200_000, vocab_size=8_000),
+        "cpu": dict(dim=100, window=5, negatives=5, sample=1e-3, min_count=5, epochs=5, batch_words=4_000,
+                    vocab_size=28_000),
+        # Mikolov et al. on text8 (demo-word.sh uses cbow, size 200, window 8, negative 25, sample 1e-4, iter 15)
+        "full": dict(corpus="text8", dim=200, window=5, negatives=10, sample=1e-4, min_count=5, epochs=5,
+                     batch_words=50_000, vocab_size=71_290),
+    }
+
+    def validate(self) -> None:
+        if self.arch not in ARCHS:
+            raise ConfigError(f"arch must be one of {ARCHS}, got {self.arch!r}")
+        if self.output not in OUTPUTS:
+            raise ConfigError(f"output must be one of {OUTPUTS}, got {self.output!r}")
+        if min(self.dim, self.window, self.negatives, self.share_negatives, self.min_count, self.epochs, self.batch_words,
+               self.vocab_size) < 1:
+            raise ConfigError("dim, window, negatives, min_count, epochs, batch_words and vocab_size must be >= 1")
+        if self.vocab_size < 2:
+            raise ConfigError("vocab_size must be >= 2")
+        if self.lr <= 0 or not 0 <= self.min_lr_ratio <= 1 or self.sample < 0:
+            raise ConfigError(f"need lr > 0, 0 <= min_lr_ratio <= 1, sample >= 0; got {self.lr}, "
+                              f"{self.min_lr_ratio}, {self.sample}")
+        if self.sample_rule not in ("paper", "word2vec.c"):
+            raise ConfigError(f"sample_rule must be 'paper' or 'word2vec.c', got {self.sample_rule!r}")
+        if self.corpus not in ("wikitext-2", "text8"):
+            raise ConfigError(f"corpus must be 'wikitext-2' or 'text8', got {self.corpus!r}")
+
+    def build(self, counts: Any | None = None) -> Word2Vec:
+        """The model; ``counts`` (V,) are the corpus counts (``corpus.counts``) that shape the Huffman tree and
+        the noise distribution -- without them a Zipf stand-in of ``vocab_size`` words is used."""
+        return Word2Vec(self, counts)
+
+    def example_batch(self, batch_size: int = 4) -> tuple[torch.Tensor, ...]:
+        """A tiny random batch: ``(center, context)`` for skip-gram, ``(context, center, mask)`` for CBOW."""
+        g = torch.Generator().manual_seed(0)
+        if self.arch == "sg":
+            return (torch.randint(self.vocab_size, (batch_size,), generator=g),
+                    torch.randint(self.vocab_size, (batch_size,), generator=g))
+        ctx = torch.randint(self.vocab_size, (batch_size, 2 * self.window), generator=g)
+        mask = torch.ones_like(ctx, dtype=torch.bool)
+        mask[:, 0] = False
+        return ctx, torch.randint(self.vocab_size, (batch_size,), generator=g), mask
+
+    def corpus_lines(self) -> list[list[str]]:
+        """The training text as lines of tokens: WikiText-2 train, or text8 cut into 10,000-word lines (the
+        chunk size gensim's ``Text8Corpus`` uses; text8 has no line breaks)."""
+        if self.corpus == "wikitext-2":
+            from ..text.corpus import wikitext2
+
+            return wikitext2("train", eos=None)
+        from pathlib import Path
+
+        from ..data import path as data_path
+
+        words = (Path(data_path("text8")) / "text8").read_text(encoding="utf-8").split()
+        return [words[i: i + 10_000] for i in range(0, len(words), 10_000)]
+
+    def prepare(self, lines: Iterable[Sequence[str]] | None = None) -> WordCorpus:
+        """:func:`prepare_corpus` of ``lines`` (default :meth:`corpus_lines`) with this config's limits."""
+        return prepare_corpus(self.corpus_lines() if lines is None else lines, self.min_count, self.train_tokens,
+                              self.max_vocab)
+
+    def batches(self, corpus: WordCorpus) -> Word2VecBatches:
+        return Word2VecBatches(corpus, self.arch, self.window, self.batch_words, self.sample, self.sample_rule,
+                               self.seed)
+
+
+# -- training -----------------------------------------------------------------------------------------------------
+def train(model: Word2Vec, corpus: WordCorpus, cfg: Word2VecConfig | None = None, *, epochs: int | None = None,
+          steps: int | None = None, progress: bool = True,
+          evaluate: Callable[[Word2Vec], Mapping[str, float]] | None = None, eval_every: int | None = None,
+          device: torch.device | str | None = None) -> History:
+    """Train with word2vec.c's SGD: lr = lr0 * max(min_lr_ratio, 1 - words done / words planned), linear.
+
+    ``epochs`` (default ``cfg.epochs``) plans the run; ``steps`` stops after that many batches (the decay is
+    then planned over the steps). Returns a :class:`~shoulders.train.History` with ``loss`` (mean per
+    prediction), ``lr``, ``words`` (corpus tokens read) and ``words_per_s``; a tqdm bar counts words.
+    """
+    from tqdm.auto import tqdm
+
+    cfg = cfg or model.cfg
+    epochs = cfg.epochs if epochs is None else int(epochs)
+    if epochs < 1 or (steps is not None and steps < 1):
+        raise ValueError(f"epochs and steps must be >= 1, got {epochs}, {steps}")
+    dev = torch.device(device) if device is not None else next(model.parameters()).device
+    model.to(dev)
+    corpus = corpus.to(dev)
+    batches = cfg.batches(corpus)
+    N = len(corpus)
+    planned = epochs * N
+    noise_gen = torch.Generator(device=dev).manual_seed(cfg.seed + 7)
+    history = History()
+    bar = tqdm(total=planned if steps is None else steps, unit="word" if steps is None else "step",
+               unit_scale=True, disable=not progress, dynamic_ncols=True, desc=f"word2vec {cfg.arch}/{cfg.output}")
+    step, start, words = 0, time.perf_counter(), 0
+    acc_loss, acc_n = 0.0, 0
+    try:
+        for ep in range(epochs):
+            done = 0
+            for batch, raw in batches.epoch(ep):
+                frac = step / steps if steps is not None else (ep * N + done) / planned
+                lr = cfg.lr * max(cfg.min_lr_ratio, 1.0 - frac)
+                x, y = batch[0], batch[1]
+                mask = batch[2] if len(batch) > 2 else None
+                kw = {}
+                if cfg.output == "ns":
+                    G = cfg.share_negatives
+                    kw["noise"] = model.out.sampler.sample((-(-y.shape[0] // G), cfg.negatives), noise_gen)
+                    kw["group"] = G
+                loss = model.sgd_step(x, y, mask, lr, **kw)
+                step += 1
+                words += raw - done
+                bar.update(1 if steps is not None else raw - done)
+                done = raw
+                acc_loss += float(loss)
+                acc_n += y.shape[0]
+                if step % 20 == 0 or (steps is not None and step == steps):
+                    elapsed = time.perf_counter() - start
+                    history.log(step, loss=acc_loss / acc_n, lr=lr, words=words, words_per_s=words / elapsed,
+                                time=elapsed, epoch=ep)
+                    bar.set_postfix(loss=f"{acc_loss / acc_n:.4f}", lr=f"{lr:.4g}", refresh=False)
+                    acc_loss, acc_n = 0.0, 0
+                if evaluate is not None and eval_every and step % eval_every == 0:
+                    history.log(step, **{k: float(v) for k, v in evaluate(model).items()})
+                if steps is not None and step >= steps:
+                    break
+            if steps is not None and step >= steps:
+                break
+    finally:
+        bar.close()
+    elapsed = time.perf_counter() - start
+    if acc_n:
+        history.log(step, loss=acc_loss / acc_n, lr=lr, words=words, words_per_s=words / elapsed, time=elapsed,
+                    epoch=ep)
+    if evaluate is not None:
+        history.log(step, **{k: float(v) for k, v in evaluate(model).items()})
+    return history

@@ -1,0 +1,106 @@
+"""The Huffman tree (prefix-free, optimal, frequent words shallow) and the hierarchical softmax over it."""
+from __future__ import annotations
+
+import heapq
+
+import pytest
+import torch
+
+from shoulders.models.huffman_tree import HierarchicalSoftmax, huffman_tree
+
+
+def huffman_cost(counts) -> float:
+    """The optimal total code length sum_w c_w L(w) = the sum of all merge weights (Huffman 1952)."""
+    heap = [float(c) for c in counts]
+    heapq.heapify(heap)
+    cost = 0.0
+    while len(heap) > 1:
+        merged = heapq.heappop(heap) + heapq.heappop(heap)
+        cost += merged
+        heapq.heappush(heap, merged)
+    return cost
+
+
+COUNTS = [
+    [5, 9, 12, 13, 16, 45],  # the textbook example (CLRS): total length 224
+    [1, 1],
+    [3, 3, 3, 3, 3],
+    [int(1000 / r) + 1 for r in range(1, 200)],  # Zipf-like
+    torch.randint(1, 10_000, (300,), generator=torch.Generator().manual_seed(0)).tolist(),
+]
+
+
+@pytest.mark.parametrize("counts", COUNTS, ids=["clrs", "two", "equal", "zipf", "random"])
+def test_codes_are_prefix_free_and_optimal(counts):
+    tree = huffman_tree(counts)
+    codes = [tree.code(w) for w in range(len(counts))]
+    assert len(set(codes)) == len(codes)
+    for i, a in enumerate(codes):
+        for j, b in enumerate(codes):
+            if i != j:
+                assert not b.startswith(a), (a, b)
+    total = sum(c * len(code) for c, code in zip(counts, codes))
+    assert total == pytest.approx(huffman_cost(counts))
+    assert tree.expected_length(counts) == pytest.approx(huffman_cost(counts) / sum(counts))
+    # Kraft equality: a full binary tree uses the whole code space
+    assert sum(2.0 ** -len(c) for c in codes) == pytest.approx(1.0)
+
+
+def test_clrs_example_total_length():
+    assert huffman_cost(COUNTS[0]) == 224
+    tree = huffman_tree(COUNTS[0])
+    assert [len(tree.code(w)) for w in range(6)] == [4, 4, 3, 3, 3, 1]
+
+
+def test_frequent_words_are_shallower():
+    counts = COUNTS[3]
+    lengths = huffman_tree(counts).lengths
+    for a in range(len(counts)):
+        for b in range(len(counts)):
+            if counts[a] > counts[b]:
+                assert lengths[a] <= lengths[b]
+    assert lengths[0] < lengths[-1]
+
+
+def test_points_are_inner_nodes_and_root_first():
+    tree = huffman_tree(COUNTS[4])
+    V = len(COUNTS[4])
+    pts = tree.points[tree.mask]
+    assert int(pts.min()) >= 0 and int(pts.max()) == V - 2
+    assert (tree.points[:, 0] == V - 2).all()  # every path starts at the root
+
+
+def test_bad_counts():
+    with pytest.raises(ValueError):
+        huffman_tree([3])
+    with pytest.raises(ValueError):
+        huffman_tree([1, -1])
+
+
+def test_hierarchical_softmax_is_a_distribution(one_thread):
+    torch.manual_seed(0)
+    tree = huffman_tree(COUNTS[3])
+    hs = HierarchicalSoftmax(tree, 8)
+    torch.nn.init.normal_(hs.weight)
+    h = torch.randn(5, 8)
+    lp = hs.log_probs(h)  # (5, V)
+    torch.testing.assert_close(lp.exp().sum(1), torch.ones(5, dtype=lp.dtype), rtol=1e-5, atol=1e-5)
+    y = torch.randint(len(COUNTS[3]), (5,))
+    torch.testing.assert_close(hs.loss(h, y), -lp[torch.arange(5), y].mean())
+
+
+def test_hierarchical_softmax_sgd_step_matches_autograd(one_thread):
+    torch.manual_seed(1)
+    hs = HierarchicalSoftmax(huffman_tree(COUNTS[4]), 6)
+    torch.nn.init.normal_(hs.weight, std=0.3)
+    h = torch.randn(7, 6, requires_grad=True)
+    y = torch.tensor([0, 3, 3, 10, 299, 5, 0])
+    loss = hs.loss(h, y) * 7
+    loss.backward()
+    w0 = hs.weight.detach().clone()
+    gW = hs.weight.grad.clone()
+    lr = 0.1
+    got_loss, dh = hs.sgd_step(h.detach(), y, lr)
+    torch.testing.assert_close(got_loss, loss.detach())
+    torch.testing.assert_close(dh, h.grad)
+    torch.testing.assert_close(hs.weight.detach(), w0 - lr * gW)

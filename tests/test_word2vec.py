@@ -1,0 +1,185 @@
+"""word2vec: negative sampling and subsampling, dynamic windows, pairs, hand-written gradients, overfitting."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from shoulders.config import ConfigError
+from shoulders.models import word2vec as w2v
+from shoulders.models.negative_sampling import (NegativeSampler, NegativeSampling, keep_probability,
+                                                noise_distribution, subsample)
+
+COUNTS = torch.tensor([1000, 400, 50, 10, 3, 1])
+
+
+def test_noise_distribution_is_unigram_to_the_three_quarters():
+    p = noise_distribution(COUNTS)
+    want = COUNTS.double() ** 0.75
+    torch.testing.assert_close(p, want / want.sum())
+    assert noise_distribution([4, 0, 1])[1] == 0
+
+
+def test_sampler_draws_from_the_noise_distribution():
+    sampler = NegativeSampler(COUNTS)
+    g = torch.Generator().manual_seed(0)
+    draws = sampler.sample((200_000,), g)
+    freq = torch.bincount(draws, minlength=6).double() / draws.numel()
+    torch.testing.assert_close(freq, noise_distribution(COUNTS), atol=4e-3, rtol=0)
+    torch.testing.assert_close(sampler.probs, noise_distribution(COUNTS), atol=1e-6, rtol=1e-5)
+
+
+def test_keep_probability_formulas():
+    t = 1e-2
+    f = COUNTS.double() / COUNTS.sum()
+    torch.testing.assert_close(keep_probability(COUNTS, t), (t / f).sqrt().clamp(max=1))  # eq. 5
+    torch.testing.assert_close(keep_probability(COUNTS, t, "word2vec.c"), ((t / f).sqrt() + t / f).clamp(max=1))
+    assert keep_probability(COUNTS, 0).eq(1).all()
+    # the most frequent word (f = 0.68) is kept with probability sqrt(0.01 / 0.68)
+    assert float(keep_probability(COUNTS, t)[0]) == pytest.approx(math.sqrt(t * COUNTS.sum().item() / 1000))
+    with pytest.raises(ValueError):
+        keep_probability(COUNTS, t, "nope")
+
+
+def test_subsample_keeps_at_the_keep_rate():
+    ids = torch.zeros(100_000, dtype=torch.long)
+    keep = torch.tensor([0.3, 1.0])
+    frac = subsample(ids, keep, torch.Generator().manual_seed(0)).double().mean()
+    assert abs(float(frac) - 0.3) < 0.01
+
+
+def test_dynamic_window_sizes():
+    b = w2v.dynamic_window(10_000, 5, torch.Generator().manual_seed(0))
+    assert int(b.min()) == 1 and int(b.max()) == 5
+    assert set(b.tolist()) == {1, 2, 3, 4, 5}
+
+
+def test_window_pairs_respect_window_lines_and_ends():
+    ids = torch.arange(10)
+    sentence = torch.tensor([0] * 6 + [1] * 4)
+    center, context, mask = w2v.window_pairs(ids, sentence, 3, generator=torch.Generator().manual_seed(0))
+    off = torch.tensor([-3, -2, -1, 1, 2, 3])
+    for i in range(10):
+        for j in range(6):
+            if mask[i, j]:
+                c = int(context[i, j])
+                assert c == i + int(off[j]) and sentence[c] == sentence[i]
+    # a window is a contiguous run around the centre: |offset| <= b for some b in 1..3
+    b = (mask * off.abs()).amax(1)
+    for i in range(10):
+        inside = [(0 <= i + o < 10) and sentence[min(max(i + o, 0), 9)] == sentence[i] and abs(o) <= b[i]
+                  for o in off.tolist()]
+        assert mask[i].tolist() == inside
+
+
+def _cfg(**kw):
+    base = dict(dim=6, window=2, negatives=3, vocab_size=12, min_count=1, batch_words=50)
+    return w2v.Word2VecConfig(**{**base, **kw})
+
+
+@pytest.mark.parametrize("arch", ["sg", "cbow"])
+@pytest.mark.parametrize("output", ["ns", "hs", "softmax"])
+def test_sgd_step_is_sgd_on_the_autograd_gradient(arch, output, one_thread):
+    torch.manual_seed(0)
+    counts = torch.tensor([50, 30, 20, 10, 9, 8, 7, 6, 5, 4, 3, 2])
+    model = _cfg(arch=arch, output=output).build(counts)
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.5)
+    if arch == "sg":
+        x, y, mask = torch.tensor([0, 1, 2, 5, 1]), torch.tensor([3, 3, 0, 11, 2]), None
+    else:
+        x = torch.tensor([[0, 1, 2, 3], [4, 4, 5, 6], [1, 2, 3, 11]])
+        y, mask = torch.tensor([5, 0, 7]), torch.tensor([[1, 1, 0, 1], [1, 1, 1, 1], [0, 1, 0, 0]]).bool()
+    kw = {}
+    if output == "ns":
+        kw["noise"] = torch.randint(12, (y.numel(), 3))
+        kw["noise"][0, 0] = y[0]  # a draw equal to the target is skipped
+        loss = model.out.loss(model.hidden(x, mask), y, noise=kw["noise"]) * y.numel()
+    else:
+        loss = model(x, y, mask) * y.numel()
+    loss.backward()
+    before = {k: v.detach().clone() for k, v in model.named_parameters()}
+    grads = {k: v.grad.clone() for k, v in model.named_parameters()}
+    lr = 0.05
+    got = model.sgd_step(x, y, mask, lr, **kw)
+    torch.testing.assert_close(got, loss.detach())
+    for k, v in model.named_parameters():
+        torch.testing.assert_close(v.detach(), before[k] - lr * grads[k], msg=f"{arch}/{output}: {k}")
+
+
+def test_shared_negatives_equal_per_example_noise(one_thread):
+    """group=G with noise (ceil(B/G), k) is the same as each example drawing its group's k words."""
+    torch.manual_seed(0)
+    sampler = NegativeSampler(COUNTS)
+    a, b = NegativeSampling(sampler, 4, negatives=2), NegativeSampling(sampler, 4, negatives=2)
+    torch.nn.init.normal_(a.weight)
+    b.weight.data.copy_(a.weight.data)
+    h, y = torch.randn(5, 4), torch.tensor([0, 1, 2, 3, 0])
+    noise = torch.tensor([[0, 4], [5, 1], [2, 2]])  # groups of 2: examples (0,1), (2,3), (4,)
+    la, dha = a.sgd_step(h, y, 0.1, noise=noise, group=2)
+    lb, dhb = b.sgd_step(h, y, 0.1, noise=noise.repeat_interleave(2, 0)[:5], group=1)
+    torch.testing.assert_close(la, lb)
+    torch.testing.assert_close(dha, dhb)
+    torch.testing.assert_close(a.weight, b.weight)
+
+
+@pytest.mark.parametrize("arch,output", [("sg", "ns"), ("cbow", "hs"), ("sg", "softmax")])
+def test_one_batch_overfit(arch, output, one_thread):
+    torch.manual_seed(0)
+    counts = torch.tensor([40, 30, 20, 10, 9, 8, 7, 6])
+    model = _cfg(arch=arch, output=output, vocab_size=8, dim=16).build(counts)
+    if arch == "sg":
+        batch = (torch.tensor([0, 1, 2, 3]), torch.tensor([4, 5, 6, 7]), None)
+    else:
+        batch = (torch.tensor([[0, 1], [2, 3], [4, 5], [6, 7]]), torch.tensor([7, 6, 5, 4]), None)
+    first = float(model(*batch).detach())
+    for _ in range(300):
+        kw = {"noise": torch.tensor([[0, 1, 2]] * 4)} if output == "ns" else {}
+        model.sgd_step(*batch, lr=0.5, **kw)
+    last = float(model(*batch).detach()) if output != "ns" else float(
+        model.out.loss(model.hidden(batch[0]), batch[1], noise=torch.tensor([[0, 1, 2]] * 4)))
+    assert last < 0.1 * first and last < 0.2, (first, last)
+
+
+def test_corpus_batches_and_train_learn(one_thread):
+    """A corpus where 'a' and 'b' share every context: after training they are closer than 'a' and 'z'."""
+    g = torch.Generator().manual_seed(0)
+    lines = []
+    for _ in range(300):
+        ctx = ["x", "y"] if torch.rand((), generator=g) < 0.5 else ["u", "v"]
+        w = "a" if torch.rand((), generator=g) < 0.5 else "b"
+        lines.append([ctx[0], w, ctx[1]] if ctx[0] == "x" else [ctx[0], "z", ctx[1]])
+    cfg = w2v.Word2VecConfig(dim=10, window=2, negatives=2, min_count=1, sample=0, epochs=20, batch_words=64,
+                             lr=0.1)
+    corpus = cfg.prepare(lines)
+    assert len(corpus) == 900 and corpus.vocab.tokens[:2] in (["u", "v"], ["x", "y"], ["v", "u"], ["y", "x"])
+    batches = cfg.batches(corpus)
+    center, context = next(iter(batches))
+    assert center.shape == context.shape and center.dim() == 1
+    model = cfg.build(corpus.counts)
+    hist = w2v.train(model, corpus, cfg, progress=False)
+    assert hist.series("loss")[1][-1] < hist.series("loss")[1][0]
+    W = torch.nn.functional.normalize(model.vectors(), dim=1)
+    i = corpus.vocab.stoi
+    assert float(W[i["a"]] @ W[i["b"]]) > float(W[i["a"]] @ W[i["z"]]) + 0.3
+    assert hist.last("lr") < cfg.lr * 0.2  # the linear decay ran
+
+
+def test_steps_budget_and_cbow_batches(one_thread):
+    lines = [["a", "b", "c", "d", "e"]] * 40
+    cfg = w2v.Word2VecConfig(arch="cbow", output="hs", dim=4, window=2, min_count=1, sample=0, batch_words=10)
+    corpus = cfg.prepare(lines)
+    ctx, center, mask = next(iter(cfg.batches(corpus)))
+    assert ctx.shape == (10, 4) and mask.shape == (10, 4) and center.shape == (10,)
+    hist = w2v.train(cfg.build(corpus.counts), corpus, cfg, steps=3, progress=False)
+    assert hist.last_step() == 3
+
+
+def test_config_errors():
+    with pytest.raises(ConfigError):
+        w2v.Word2VecConfig(arch="glove")
+    with pytest.raises(ConfigError):
+        w2v.Word2VecConfig(output="nce")
+    with pytest.raises(ConfigError):
+        w2v.Word2VecConfig.preset("smoke", windows=3)
