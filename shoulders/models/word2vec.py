@@ -414,7 +414,7 @@ def train(model: Word2Vec, corpus: WordCorpus, cfg: Word2VecConfig | None = None
                     G = cfg.share_negatives
                     kw["noise"] = model.out.sampler.sample((-(-y.shape[0] // G), cfg.negatives), noise_gen)
                     kw["group"] = G
-                loss = model.sgd_step(x, y, mask, lr, **kw)
+                loss = model.sgd_step(x, y, mask=mask, lr=lr, **kw)
                 step += 1
                 words += raw - done
                 bar.update(1 if steps is not None else raw - done)
