@@ -69,16 +69,27 @@ def dataloader_workers() -> int:
 
 
 def set_threads(n: int | None = None) -> int:
-    """Use ``n`` intra-op CPU threads (default: the cores this process may use), avoiding oversubscription.
+    """Use ``n`` intra-op CPU threads (default: a fair share of the cores this process may use) and return it.
 
-    A training loop in a notebook kernel was seen pinned at 100% *system* CPU when PyTorch's default thread
-    count exceeded the cores the container actually grants; ``os.sched_getaffinity`` reports the real number.
+    A training loop in a notebook kernel was seen pinned at 100% *system* CPU when PyTorch's threads outnumbered
+    the cores it actually got, so the default avoids oversubscription: ``SHOULDERS_THREADS`` if set, else the
+    cores of ``os.sched_getaffinity`` (the real grant of a container) divided by the number of pytest-xdist
+    workers sharing them (``PYTEST_XDIST_WORKER_COUNT``, inherited by the notebook kernels nbval starts).
     """
+    if n is None and os.environ.get("SHOULDERS_THREADS"):
+        try:
+            n = int(os.environ["SHOULDERS_THREADS"])
+        except ValueError:
+            raise ValueError(f"SHOULDERS_THREADS must be a whole number, got {os.environ['SHOULDERS_THREADS']!r}")
     if n is None:
         try:
             n = len(os.sched_getaffinity(0))
         except AttributeError:  # macOS, Windows
             n = os.cpu_count() or 1
+        try:
+            n //= max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+        except ValueError:
+            pass
     n = max(1, int(n))
     torch.set_num_threads(n)
     return n

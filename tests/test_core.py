@@ -111,3 +111,26 @@ def test_config_presets_overrides_and_errors(monkeypatch):
     with pytest.raises(sh.ScaleError):
         _DemoConfig.preset("laptop")
     assert full.replace(width=5).width == 5 and full.replace(width=5).scale == "full"
+
+
+def test_threads_default_shares_the_cores_between_xdist_workers(monkeypatch):
+    import os
+
+    from shoulders.device import set_threads
+
+    before = torch.get_num_threads()
+    try:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        monkeypatch.delenv("SHOULDERS_THREADS", raising=False)
+        monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "1")
+        assert set_threads() == cores
+        monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(2 * cores))
+        assert set_threads() == 1 == torch.get_num_threads()  # never zero
+        monkeypatch.setenv("SHOULDERS_THREADS", "3")
+        assert set_threads() == 3
+        assert set_threads(2) == 2  # an explicit argument wins
+        monkeypatch.setenv("SHOULDERS_THREADS", "many")
+        with pytest.raises(ValueError, match="SHOULDERS_THREADS"):
+            set_threads()
+    finally:
+        torch.set_num_threads(before)

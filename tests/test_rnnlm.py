@@ -207,3 +207,69 @@ def test_presets_batches_are_bptt_windows():
     stream = LMStream(torch.randint(V, (cfg.batch_size * 100,)))
     x, y = next(iter(cfg.batches(stream)))
     assert x.shape == y.shape == (cfg.batch_size, cfg.bptt)
+
+
+# --- the adaptive softmax output layer (Grave et al. 2017) ---------------------------------------------------
+
+def adaptive(kind: str = "lstm", **kw):
+    return make(kind, emb_dim=16, hidden=16, adaptive_cutoffs=(8, 20), div_value=2.0, **kw)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_adaptive_softmax_is_a_normalised_distribution_and_its_loss(kind):
+    model = adaptive(kind).eval()
+    g = torch.Generator().manual_seed(2)
+    x, y = torch.randint(V, (3, 5), generator=g), torch.randint(V, (3, 5), generator=g)
+    log_p, state = model.logits(x)  # (B, T, |V|)
+    assert log_p.shape == (3, 5, V)
+    torch.testing.assert_close(log_p.exp().sum(-1), torch.ones(3, 5))
+    expected = F.nll_loss(log_p.flatten(0, 1), y.flatten())
+    torch.testing.assert_close(model(x, y), expected)
+    out = model(x, y, return_state=True)
+    torch.testing.assert_close(first(out["state"]), first(state))
+
+
+def test_adaptive_softmax_costs_fewer_parameters_than_the_full_one():
+    full = make("lstm", vocab_size=V, emb_dim=16, hidden=16)
+    cheap = adaptive()
+    n = lambda m: sum(p.numel() for p in m.out.parameters())
+    assert n(cheap) < n(full)
+
+
+def test_init_unigram_puts_the_head_at_the_unigram_model():
+    model = adaptive().eval()
+    counts = torch.arange(V, 0, -1) ** 2  # frequency-ordered, as Vocab.build orders words
+    model.init_unigram_(counts)
+    with torch.no_grad():
+        model.out.head.weight.zero_()  # leave only the biases: the head's softmax is then exactly its bias
+    log_p = model.logits(torch.zeros(1, 1, dtype=torch.long))[0][0, 0]
+    unigram = sh.text.unigram_log_probs(counts).float()
+    torch.testing.assert_close(log_p[:8], unigram[:8])  # the head words: P(w) itself
+    for a, b in ((8, 20), (20, V)):  # each tail cluster gets its total probability
+        torch.testing.assert_close(log_p[a:b].exp().sum(), unigram[a:b].exp().sum())
+    full = make("lstm", vocab_size=V)
+    full.init_unigram_(counts)
+    torch.testing.assert_close(full.out.bias.double(), sh.text.unigram_log_probs(counts), rtol=1e-6, atol=1e-6)
+    with pytest.raises(TypeError, match="init_unigram_"):  # (an AttributeError would be swallowed by nn.Module)
+        model.output_bias
+
+
+def test_adaptive_softmax_overfits_one_batch():
+    model = adaptive()
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(V, (4, 9), generator=g)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-2)
+    hist = sh.train.fit(model, [(ids[:, :-1], ids[:, 1:])], opt, steps=150, clip=1.0, progress=False, device="cpu")
+    losses = hist.series("loss")[1]
+    assert losses[-1] < 0.1 * losses[0], (losses[0], losses[-1])
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(adaptive_cutoffs=(8, 20), tie_weights=True), "tie_weights"),
+    (dict(adaptive_cutoffs=(20, 8)), "increase"),
+    (dict(adaptive_cutoffs=(8, V)), "increase"),
+    (dict(adaptive_cutoffs=()), "increase"),
+])
+def test_adaptive_softmax_config_errors(bad, match):
+    with pytest.raises(sh.config.ConfigError, match=match):
+        LSTMLMConfig(**{**dict(vocab_size=V, emb_dim=16, hidden=16, tie_weights=False), **bad})

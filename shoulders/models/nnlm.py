@@ -31,6 +31,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import Config, ConfigError
+from ..text.lm_data import unigram_log_probs
 from ..text.stream import LMStream
 from ..text.windows import WindowBatches, ngram_batches
 
@@ -55,10 +56,9 @@ def init_unigram_bias_(bias: torch.Tensor, counts: torch.Tensor) -> torch.Tensor
     ``torch.bincount(train.ids, minlength=len(vocab))``). Used by every LM with an output bias (the NNLM's b, the
     LBL's b_w, the recurrent LMs' ``out.bias``: ``model.output_bias``).
     """
-    counts = torch.as_tensor(counts, dtype=torch.float64).flatten()
-    if counts.numel() != bias.numel():
-        raise ValueError(f"counts has {counts.numel()} entries but the bias has {bias.numel()} (one per word)")
-    log_p = (counts + 1.0).log() - (counts.sum() + counts.numel()).log()
+    log_p = unigram_log_probs(counts)
+    if log_p.numel() != bias.numel():
+        raise ValueError(f"counts has {log_p.numel()} entries but the bias has {bias.numel()} (one per word)")
     return bias.copy_(log_p.to(bias.dtype))
 
 
@@ -131,7 +131,7 @@ class NNLMConfig(NGramLMConfig):
 
     presets: ClassVar = {
         # smoke and cpu leave out W: with (n-1)m > h it costs several times the rest of the output layer
-        "smoke": dict(n=5, emb_dim=32, hidden=64, direct=False, batch_size=256, steps=500, warmup=20, lr=1e-2,
+        "smoke": dict(n=5, emb_dim=32, hidden=64, direct=False, batch_size=256, steps=300, warmup=20, lr=1e-2,
                       max_vocab=10_000, train_tokens=200_000, eval_tokens=20_000),
         "cpu": dict(n=5, emb_dim=60, hidden=100, direct=False, batch_size=256, steps=2_500, warmup=200, lr=3e-3),
         # the paper's range: n = 5-6, m = 30-100, h = 50-100, with W; ~5 epochs of WikiText-2 (they trained ~5)

@@ -14,6 +14,19 @@ embedding E (size d) is followed by ``nn.RNN``'s own input matrix W_ih, which fo
 reparametrisation. With ``tie_weights`` the output matrix W is the embedding E itself (Press & Wolf 2017; Inan et
 al. 2017), which needs d == hidden size.
 
+**A cheaper output layer.** The softmax over |V| words costs |V| x H multiply-adds per token -- for WikiText-2's
+33,278 words, far more than the recurrent layers. Mikolov et al. (2011, "Extensions of recurrent neural network
+language model") factorised it through word classes sorted by frequency; the *adaptive softmax* of Grave et al.
+(2017) refines that: a head softmax over the most frequent words plus one entry per tail cluster, and a smaller
+softmax (on a down-projected H / div_value^i state) inside each cluster, so that
+
+    P(w) = P_head(w)                               for w in the head (the ``cutoffs[0]`` most frequent words)
+    P(w) = P_head(cluster i) * P_i(w | cluster i)  for w in tail cluster i
+
+It is an exact, normalised distribution (perplexity means the same), only cheaper: most tokens are frequent
+words. ``adaptive_cutoffs=(2000, 10000)`` uses it (``torch.nn.AdaptiveLogSoftmaxWithLoss``); the vocabulary must be
+ordered by frequency, as :meth:`shoulders.text.Vocab.build` orders it, and the weights cannot be tied.
+
 **Truncated BPTT with a carried state.** The training windows of :meth:`shoulders.text.LMStream.bptt_batches`
 continue each other row by row, so the state at the end of window k is the right initial state for window k+1
 (Mikolov 2012; Zaremba et al. 2014). :class:`CarryState` does that inside :func:`shoulders.train.fit`: it keeps the
@@ -32,6 +45,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import Config, ConfigError
+from ..text.lm_data import unigram_log_probs
 from ..text.stream import BPTTBatches, LMStream
 from ..train.callbacks import Callback, Run
 
@@ -55,6 +69,8 @@ class RecurrentLMConfig(Config):
     layers: int = 2
     dropout: float = 0.2
     tie_weights: bool = True
+    adaptive_cutoffs: tuple[int, ...] | None = None  # e.g. (2000, 10000): adaptive softmax (Grave et al. 2017)
+    div_value: float = 4.0  # each tail cluster's state is H / div_value^i wide
     batch_size: int = 20
     bptt: int = 35
     steps: int = 2_000
@@ -67,6 +83,14 @@ class RecurrentLMConfig(Config):
     eval_tokens: int | None = None  # evaluate on the first N validation tokens
 
     def validate(self) -> None:
+        if self.adaptive_cutoffs is not None:
+            cuts = list(self.adaptive_cutoffs)
+            if not cuts or cuts != sorted(set(cuts)) or cuts[0] < 1 or cuts[-1] >= self.vocab_size:
+                raise ConfigError(f"adaptive_cutoffs must increase strictly within (0, vocab_size={self.vocab_size}),"
+                                  f" got {self.adaptive_cutoffs}")
+            if self.tie_weights:
+                raise ConfigError("tie_weights needs a full softmax (the adaptive softmax has no |V| x H matrix to "
+                                  "share): set tie_weights=False or adaptive_cutoffs=None")
         if self.tie_weights and self.emb_dim != self.hidden:
             raise ConfigError(f"tie_weights needs emb_dim == hidden, got {self.emb_dim} and {self.hidden}")
         if min(self.vocab_size, self.emb_dim, self.hidden, self.layers, self.batch_size, self.bptt, self.steps) <= 0:
@@ -97,10 +121,11 @@ class RNNLMConfig(RecurrentLMConfig):
 
     presets: ClassVar = {
         "smoke": dict(emb_dim=64, hidden=64, layers=1, dropout=0.0, tie_weights=False, batch_size=32, bptt=32,
-                      steps=150, warmup=10, lr=1e-2, clip=1.0, max_vocab=10_000, train_tokens=200_000,
+                      steps=100, warmup=10, lr=1e-2, clip=1.0, max_vocab=10_000, train_tokens=200_000,
                       eval_tokens=20_000),
-        "cpu": dict(emb_dim=200, hidden=200, layers=1, dropout=0.1, tie_weights=True, batch_size=20, bptt=35,
-                    steps=600, warmup=50, lr=3e-3),
+        # cpu: the adaptive softmax (see the module docstring) makes a pass over WikiText-2 affordable on a laptop
+        "cpu": dict(emb_dim=200, hidden=200, layers=1, dropout=0.1, tie_weights=False, adaptive_cutoffs=(2_000, 10_000),
+                    batch_size=32, bptt=35, steps=2_000, warmup=100, lr=3e-3),
         # Mikolov et al. 2010 used hidden layers of 60-400 units (no dropout, which came later); 400 here, tied,
         # and dropout because WikiText-2 is small for this size
         "full": dict(emb_dim=400, hidden=400, layers=1, dropout=0.3, tie_weights=True, batch_size=20, bptt=35,
@@ -118,8 +143,8 @@ class LSTMLMConfig(RecurrentLMConfig):
     presets: ClassVar = {
         "smoke": dict(emb_dim=64, hidden=64, layers=1, dropout=0.0, batch_size=32, bptt=32, steps=200, warmup=10,
                       lr=1e-2, max_vocab=10_000, train_tokens=200_000, eval_tokens=20_000),
-        "cpu": dict(emb_dim=200, hidden=200, layers=2, dropout=0.2, batch_size=20, bptt=35, steps=1_500, warmup=100,
-                    lr=3e-3),
+        "cpu": dict(emb_dim=200, hidden=200, layers=2, dropout=0.2, tie_weights=False, adaptive_cutoffs=(2_000, 10_000),
+                    batch_size=32, bptt=35, steps=2_500, warmup=100, lr=3e-3),
         # Zaremba et al. 2014 "medium": 2 x 650, dropout 0.5 (their PTB model; here on WikiText-2, tied, AdamW)
         "full": dict(emb_dim=650, hidden=650, layers=2, dropout=0.5, batch_size=20, bptt=35, steps=20_000,
                      warmup=500, lr=2e-3),
@@ -149,25 +174,63 @@ class RecurrentLM(nn.Module):
         self.embed = nn.Embedding(cfg.vocab_size, cfg.emb_dim)
         self.drop = nn.Dropout(cfg.dropout)
         setattr(self, self.rnn_name, rnn)
-        self.out = nn.Linear(cfg.hidden, cfg.vocab_size)
-        if cfg.tie_weights:
-            self.out.weight = self.embed.weight  # one |V| x d matrix, shared (Press & Wolf 2017)
+        self.out: nn.Module
+        if cfg.adaptive_cutoffs is not None:
+            self.out = nn.AdaptiveLogSoftmaxWithLoss(cfg.hidden, cfg.vocab_size, list(cfg.adaptive_cutoffs),
+                                                     div_value=cfg.div_value, head_bias=True)
+            nn.init.zeros_(self.out.head.bias)
+        else:
+            self.out = nn.Linear(cfg.hidden, cfg.vocab_size)
+            if cfg.tie_weights:
+                self.out.weight = self.embed.weight  # one |V| x d matrix, shared (Press & Wolf 2017)
+            nn.init.zeros_(self.out.bias)
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
-        nn.init.zeros_(self.out.bias)
 
     @property
     def recurrent(self) -> nn.Module:
         return getattr(self, self.rnn_name)
 
     @property
+    def adaptive(self) -> bool:
+        return isinstance(self.out, nn.AdaptiveLogSoftmaxWithLoss)
+
+    @property
     def output_bias(self) -> nn.Parameter:
-        """The |V| output biases (see :func:`shoulders.models.nnlm.init_unigram_bias_`)."""
+        """The |V| output biases of a full softmax (see :func:`shoulders.models.nnlm.init_unigram_bias_`)."""
+        if self.adaptive:
+            raise TypeError("an adaptive softmax has no |V| output biases: use model.init_unigram_(counts)")
         return self.out.bias
 
+    @torch.no_grad()
+    def init_unigram_(self, counts: torch.Tensor) -> None:
+        """Start the output layer at the add-one unigram model of the training ``counts`` (|V|,).
+
+        Full softmax: the biases b = log P(w) (:func:`~shoulders.models.nnlm.init_unigram_bias_`). Adaptive
+        softmax: the head's biases are log P(w) for its words and log P(cluster i) = log of the summed P(w) of the
+        cluster's words for its cluster entries, so the head is the unigram model at the cluster level (the tail
+        layers have no bias; inside a cluster the start is uniform).
+        """
+        from .nnlm import init_unigram_bias_
+
+        if not self.adaptive:
+            init_unigram_bias_(self.out.bias, counts)
+            return
+        log_p = unigram_log_probs(counts)  # (|V|,)
+        if log_p.numel() != self.cfg.vocab_size:
+            raise ValueError(f"counts has {log_p.numel()} entries but the vocabulary has {self.cfg.vocab_size}")
+        edges = self.out.cutoffs  # [c_0, c_1, ..., |V|]
+        clusters = [torch.logsumexp(log_p[a:b], 0) for a, b in zip(edges[:-1], edges[1:])]
+        self.out.head.bias.copy_(torch.cat([log_p[: edges[0]], torch.stack(clusters)]).to(self.out.head.bias.dtype))
+
     def logits(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
-        """Next-token logits for every position. x: (B, T) ids -> ((B, T, |V|), the final state)."""
+        """Next-token logits for every position. x: (B, T) ids -> ((B, T, |V|), the final state).
+
+        With the adaptive softmax these are the normalised log-probabilities (softmax leaves them unchanged)."""
         h, state = self.recurrent(self.drop(self.embed(x)), state)  # (B, T, H)
-        return self.out(self.drop(h)), state
+        h = self.drop(h)
+        if self.adaptive:
+            return self.out.log_prob(h.flatten(0, 1)).view(*h.shape[:2], -1), state
+        return self.out(h), state
 
     def forward(self, x: torch.Tensor, y: torch.Tensor, state: State | None = None,
                 return_state: bool = False) -> torch.Tensor | dict[str, Any]:
@@ -177,8 +240,12 @@ class RecurrentLM(nn.Module):
         ``{"loss": loss, "state": final state}`` -- the form :func:`shoulders.train.fit` accepts (the state is not
         logged) and :class:`CarryState` uses.
         """
-        logits, new = self.logits(x, state)
-        loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+        if self.adaptive:  # the adaptive softmax scores only the targets' clusters: no (B, T, |V|) tensor
+            h, new = self.recurrent(self.drop(self.embed(x)), state)  # (B, T, H)
+            loss = self.out(self.drop(h).flatten(0, 1), y.flatten()).loss
+        else:
+            logits, new = self.logits(x, state)
+            loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
         return {"loss": loss, "state": new} if return_state else loss
 
 

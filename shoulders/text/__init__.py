@@ -7,19 +7,24 @@ One job per file:
 * :mod:`~shoulders.text.corpus` -- :func:`wikitext2`, :func:`tiny_shakespeare`;
 * :mod:`~shoulders.text.stream` -- :class:`LMStream`, :func:`batchify`, :class:`BPTTBatches`, :func:`lm_stream`;
 * :mod:`~shoulders.text.pad` -- :func:`pad_sequences`, :func:`padding_mask`, :func:`causal_mask`,
-  :func:`attention_mask` (``True`` = take part, as in ``scaled_dot_product_attention``).
+  :func:`attention_mask` (``True`` = take part, as in ``scaled_dot_product_attention``);
+* :mod:`~shoulders.text.windows` -- :func:`ngram_batches`, :func:`window_batches` (the window models' batches);
+* :mod:`~shoulders.text.lm_data` -- :class:`LMCorpus`, :func:`wikitext2_corpus` (one corpus, counted or streamed).
 """
 from __future__ import annotations
 
 from .corpus import EOS, WIKITEXT2_SPLITS, tiny_shakespeare, wikitext2
 from .pad import attention_mask, causal_mask, pad_sequences, padding_mask
 from .stream import BPTTBatches, LMStream, batchify, lm_stream
+from .lm_data import LMCorpus, take_tokens, unigram_log_probs, wikitext2_corpus
 from .tokenize import SIMPLE_WORDS_PATTERN, chars, simple_words, words
 from .vocab import Vocab, VocabFileError, count_tokens
+from .windows import WindowBatches, ngram_batches, sliding_windows, window_batches
 
 __all__ = [
     "EOS", "SIMPLE_WORDS_PATTERN", "WIKITEXT2_SPLITS",
-    "BPTTBatches", "LMStream", "Vocab", "VocabFileError",
-    "attention_mask", "batchify", "causal_mask", "chars", "count_tokens", "lm_stream", "pad_sequences",
-    "padding_mask", "simple_words", "tiny_shakespeare", "words", "wikitext2",
+    "BPTTBatches", "LMCorpus", "LMStream", "Vocab", "VocabFileError", "WindowBatches",
+    "attention_mask", "batchify", "causal_mask", "chars", "count_tokens", "lm_stream", "ngram_batches",
+    "pad_sequences", "padding_mask", "simple_words", "sliding_windows", "take_tokens", "tiny_shakespeare",
+    "unigram_log_probs", "window_batches", "words", "wikitext2", "wikitext2_corpus",
 ]
