@@ -100,7 +100,21 @@ def test_hierarchical_softmax_sgd_step_matches_autograd(one_thread):
     w0 = hs.weight.detach().clone()
     gW = hs.weight.grad.clone()
     lr = 0.1
-    got_loss, dh = hs.sgd_step(h.detach(), y, lr)
+    got_loss, dh = hs.sgd_step(h.detach(), y, lr, damp_shared=False)
     torch.testing.assert_close(got_loss, loss.detach())
     torch.testing.assert_close(dh, h.grad)
     torch.testing.assert_close(hs.weight.detach(), w0 - lr * gW)
+
+
+def test_damped_update_of_shared_nodes(one_thread):
+    """A node visited by n examples of a batch moves by the summed step / sqrt(n); dL/dh is unchanged."""
+    torch.manual_seed(2)
+    plain, damped = HierarchicalSoftmax(huffman_tree([3, 1]), 4), HierarchicalSoftmax(huffman_tree([3, 1]), 4)
+    torch.nn.init.normal_(plain.weight)
+    damped.weight.data.copy_(plain.weight.data)
+    w0 = plain.weight.detach().clone()
+    h, y = torch.randn(9, 4), torch.randint(2, (9,))
+    _, dh_plain = plain.sgd_step(h, y, 0.1, damp_shared=False)
+    _, dh_damped = damped.sgd_step(h, y, 0.1)
+    torch.testing.assert_close(dh_plain, dh_damped)
+    torch.testing.assert_close(damped.weight - w0, (plain.weight - w0) / 3.0)  # the root: 9 visits

@@ -318,12 +318,10 @@ class SubwordConfig(Word2VecConfig):
     sample: float = 1e-4
 
     presets: ClassVar = {
-        "smoke": dict(dim=50, buckets=100_000, epochs=2, min_count=3, batch_words=2_000, train_tokens=200_000,
-                      vocab_size=8_000),
-        "cpu": dict(dim=100, buckets=200_000, epochs=5, batch_words=500, share_negatives=16, vocab_size=28_000),
+        "smoke": dict(dim=50, buckets=100_000, epochs=2, min_count=3, train_tokens=200_000, vocab_size=8_000),
+        "cpu": dict(dim=100, buckets=200_000, epochs=5, vocab_size=28_000),
         # the paper: dim 300 and 2M buckets; fastText's defaults dim 100, and 500k buckets keep the table at 0.2 GB
-        "full": dict(corpus="text8", dim=100, buckets=500_000, epochs=5, batch_words=20_000, share_negatives=16,
-                     vocab_size=71_290),
+        "full": dict(corpus="text8", dim=100, buckets=500_000, epochs=5, batch_words=1_000, vocab_size=71_290),
     }
 
     def validate(self) -> None:

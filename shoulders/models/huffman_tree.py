@@ -119,8 +119,9 @@ class HierarchicalSoftmax(nn.Module):
     leaf (for tests and small vocabularies); ``sgd_step`` is word2vec.c's update without autograd.
     """
 
-    def __init__(self, tree: HuffmanTree, dim: int):
+    def __init__(self, tree: HuffmanTree, dim: int, damp_shared: bool = True):
         super().__init__()
+        self.damp_shared = bool(damp_shared)  # see sgd_step
         self.register_buffer("codes", tree.codes, persistent=False)  # (V, L)
         self.register_buffer("points", tree.points, persistent=False)  # (V, L)
         self.register_buffer("path_mask", tree.mask, persistent=False)  # (V, L)
@@ -146,8 +147,13 @@ class HierarchicalSoftmax(nn.Module):
         return (F.logsigmoid(sign * xs) * self.path_mask).sum(-1).reshape(-1, V)  # (B, V)
 
     @torch.no_grad()
-    def sgd_step(self, h: torch.Tensor, y: torch.Tensor, lr: float) -> tuple[torch.Tensor, torch.Tensor]:
+    def sgd_step(self, h: torch.Tensor, y: torch.Tensor, lr: float,
+                 damp_shared: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """One SGD step on the node vectors, by hand: returns (summed loss, dL/dh (B, d)).
+
+        ``damp_shared`` (default: the layer's ``damp_shared``, ``True``) divides the summed update of a
+        node visited by n examples of the batch by sqrt(n); ``False`` is the plain gradient step on the summed
+        loss (exact, but it diverges for batches of more than a few dozen examples).
 
         With f = sigma(v'^T h) and label 1 - code, word2vec.c does ``g = (1 - code - f) * lr``,
         ``neu1e += g v'``, ``v' += g h``; here dL/dx = f - (1 - code) on each node of the path.
@@ -158,5 +164,15 @@ class HierarchicalSoftmax(nn.Module):
         points = self.points[y]  # (B, L)
         dh = torch.einsum("bl,bld->bd", dx, self.weight[points])  # (B, d), from the old v'
         dW = dx[:, :, None] * h[:, None, :]  # (B, L, d)
-        self.weight.index_add_(0, points.reshape(-1), dW.reshape(-1, h.shape[1]), alpha=-lr)
+        damp_shared = self.damp_shared if damp_shared is None else damp_shared
+        rows = points[mask]  # (n,) the inner nodes visited
+        grads = dW[mask]  # (n, d)
+        if damp_shared:
+            # every path starts at the root, so near the root one batch holds hundreds of updates to the same
+            # vector, all computed from its old value; summed they overshoot and diverge (word2vec.c applies them
+            # one by one, each seeing the last). Dividing a node's sum by sqrt(visits) keeps its step bounded
+            # like a sum of random terms; a node visited once takes exactly the plain SGD step.
+            visits = torch.bincount(rows, minlength=self.weight.shape[0]).to(grads.dtype)  # (V-1,)
+            grads = grads / visits[rows, None].sqrt()
+        self.weight.index_add_(0, rows, grads, alpha=-lr)
         return loss, dh

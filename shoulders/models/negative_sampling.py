@@ -135,29 +135,37 @@ class NegativeSampling(nn.Module):
         """One SGD step on v' by hand: returns (summed loss, dL/dh (B, d)).
 
         word2vec.c: ``g = (label - sigma(x)) * lr; neu1e += g v'; v' += g h``; here dL/dx = sigma(x) - label.
-        ``group`` > 1 lets each run of ``group`` consecutive examples share its k noise words (``noise`` is then
-        (ceil(B / group), k)): the scores become small matrix products and k/group times fewer rows are read
-        and written. ``group=1`` is word2vec.c's own k draws per example.
+
+        ``group`` > 1 lets ``group`` examples share their k noise words: ``noise`` is then (nG, k) with
+        nG = ceil(B / group), and example b uses row ``b % nG`` -- examples nG apart, i.e. from different centre
+        words, so each centre word still meets fresh noise words in each of its pairs. The noise scores become
+        small matrix products and k / group times fewer rows are read and written. ``group=1`` is word2vec.c's
+        own k draws per example.
         """
         B, d = h.shape
-        G = max(1, int(group))
+        G = max(1, min(int(group), B))
         nG = -(-B // G)
+        Bp = nG * G
         if noise is None:
             noise = self.sampler.sample((nG, self.k))  # (nG, k)
+        if noise.shape[0] != nG:
+            raise ValueError(f"noise must have ceil(B / group) = {nG} rows, got {noise.shape[0]}")
         U_pos = self.weight[y]  # (B, d)
         x_pos = (U_pos * h).sum(1)  # (B,)
-        hp = h if nG * G == B else torch.cat([h, h.new_zeros(nG * G - B, d)])  # (nG*G, d), zero rows pad
-        yp = y if nG * G == B else torch.cat([y, y.new_full((nG * G - B,), -1)])
-        hg = hp.view(nG, G, d)
+        pad = Bp - B
+        hp = torch.cat([h, h.new_zeros(pad, d)]) if pad else h  # (Bp, d)
+        yp = torch.cat([y, y.new_full((pad,), -1)]) if pad else y  # (Bp,)
+        hg = hp.view(G, nG, d).transpose(0, 1)  # (nG, G, d): group g holds examples g, g + nG, g + 2 nG, ...
         U_neg = self.weight[noise]  # (nG, k, d)
         x_neg = torch.bmm(hg, U_neg.transpose(1, 2))  # (nG, G, k)
-        keep = (noise[:, None, :] != yp.view(nG, G)[:, :, None])  # (nG, G, k): skip a draw equal to the target
-        if nG * G != B:
-            keep[-1, B - (nG - 1) * G:] = False
+        keep = noise[:, None, :] != yp.view(G, nG).T[:, :, None]  # (nG, G, k): skip a draw equal to the target
+        if pad:
+            keep &= (torch.arange(Bp, device=h.device).view(G, nG).T < B)[:, :, None]
         loss = -(F.logsigmoid(x_pos).sum() + (F.logsigmoid(-x_neg) * keep).sum())
         dx_pos = torch.sigmoid(x_pos) - 1.0  # (B,)
         dx_neg = torch.sigmoid(x_neg) * keep  # (nG, G, k)
-        dh = dx_pos[:, None] * U_pos + torch.bmm(dx_neg, U_neg).view(nG * G, d)[:B]  # (B, d), from the old v'
+        dh_neg = torch.bmm(dx_neg, U_neg).transpose(0, 1).reshape(Bp, d)[:B]  # (B, d)
+        dh = dx_pos[:, None] * U_pos + dh_neg  # (B, d), from the old v'
         dU_neg = torch.bmm(dx_neg.transpose(1, 2), hg)  # (nG, k, d)
         rows = torch.cat([y, noise.reshape(-1)])
         grads = torch.cat([dx_pos[:, None] * h, dU_neg.reshape(-1, d)])

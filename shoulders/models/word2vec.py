@@ -23,6 +23,15 @@ Speed comes from batches, not from a loop per token: :class:`Word2VecBatches` cu
 word2vec.c's update rules to the whole batch at once with ``index_add_`` (gradients written by hand, checked
 against autograd in the tests). The module's ``forward`` returns the loss too, so :func:`shoulders.train.fit`
 can train it with any optimiser.
+
+What batching changes, and how it is kept in check. word2vec.c updates after every pair, so each update sees the
+previous one; a batch computes all its updates from the same old vectors and sums them. For most rows that is
+harmless, but a frequent word's output vector (and, in the hierarchical softmax, the nodes near the root, which
+every path visits) receives hundreds of updates per batch, and their sum overshoots. Hence: batches of a few
+hundred centre words (``batch_words=500``: ~3,000 pairs, stable with lr 0.025), the hierarchical softmax divides a
+node's summed update by the square root of its visits in the batch, and ``share_negatives`` lets groups of pairs
+from *different* centre words share their k noise words (``1`` = word2vec.c's own draws per pair; sharing
+makes the step ~3x faster at some cost in quality: see ``benchmarks/word2vec.py``).
 """
 from __future__ import annotations
 
@@ -142,7 +151,7 @@ class Word2VecBatches:
     subsampling) the batch has consumed, for the learning-rate decay.
     """
 
-    def __init__(self, corpus: WordCorpus, arch: str = "sg", window: int = 5, batch_words: int = 10_000,
+    def __init__(self, corpus: WordCorpus, arch: str = "sg", window: int = 5, batch_words: int = 500,
                  sample: float = 1e-3, rule: str = "word2vec.c", seed: int = 0) -> None:
         if arch not in ARCHS:
             raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
@@ -290,7 +299,7 @@ class Word2VecConfig(Config):
     dim: int = 100  # -size
     window: int = 5  # -window: the largest dynamic window c
     negatives: int = 5  # -negative: k noise words per pair
-    share_negatives: int = 1  # runs of this many consecutive pairs share their k noise words (1 = word2vec.c)
+    share_negatives: int = 16  # runs of this many consecutive pairs share their k noise words (1 = word2vec.c)
     sample: float = 1e-3  # -sample: the subsampling threshold t (0 = off)
     sample_rule: str = "word2vec.c"  # or "paper": how t turns into a keep probability (negative_sampling.py)
     min_count: int = 5  # -min-count
@@ -298,20 +307,19 @@ class Word2VecConfig(Config):
     lr: float = 0.025  # -alpha: 0.025 for skip-gram, 0.05 for CBOW in word2vec.c
     min_lr_ratio: float = 1e-4  # word2vec.c never lets alpha fall below starting_alpha * 1e-4
     epochs: int = 5  # -iter
-    batch_words: int = 10_000  # centre tokens per batch (gensim's batch_words)
+    batch_words: int = 500  # centre tokens per batch (~6 pairs each); larger batches sum more stale updates
     corpus: str = "wikitext-2"  # or "text8"
     train_tokens: int | None = None  # only the first N tokens of the corpus (smoke)
     vocab_size: int = 33_278  # used only when a model is built without corpus counts
     seed: int = 0
 
     presets: ClassVar = {
-        "smoke": dict(dim=50, window=5, negatives=5, sample=1e-3, min_count=3, epochs=2, batch_words=4_000,
-                      train_tokens=200_000, vocab_size=8_000),
-        "cpu": dict(dim=100, window=5, negatives=5, sample=1e-3, min_count=5, epochs=5, batch_words=4_000,
-                    vocab_size=28_000),
+        "smoke": dict(dim=50, window=5, negatives=5, sample=1e-3, min_count=3, epochs=2, train_tokens=200_000,
+                      vocab_size=8_000),
+        "cpu": dict(dim=100, window=5, negatives=5, sample=1e-3, min_count=5, epochs=5, vocab_size=28_000),
         # Mikolov et al. on text8 (demo-word.sh uses cbow, size 200, window 8, negative 25, sample 1e-4, iter 15)
         "full": dict(corpus="text8", dim=200, window=5, negatives=10, sample=1e-4, min_count=5, epochs=5,
-                     batch_words=50_000, vocab_size=71_290),
+                     batch_words=1_000, vocab_size=71_290),
     }
 
     def validate(self) -> None:
