@@ -16,6 +16,7 @@ Public surface:
 """
 from __future__ import annotations
 
+from .attention import attention_heads
 from .curves import expand_keys, training_curves
 from .figure import DPI, BookFigure, figure_to_image_widget, figure_to_png, subplots
 from .lr import default_schedules, lr_curves, lr_figure, recorded_lr, schedule_steps
@@ -28,6 +29,7 @@ __all__ = [
     "BookFigure",
     "StackView",
     "View",
+    "attention_heads",
     "default_schedules",
     "expand_keys",
     "figure_to_image_widget",
