@@ -1,0 +1,188 @@
+"""Attention benchmark: our encoder layer against torch's, and T-DMCA against full attention on long sequences.
+
+    python benchmarks/attention.py                               # both parts, sizes for a CPU
+    python benchmarks/attention.py --lengths 512 1024 2048 4096 8192 --device cuda
+    python benchmarks/attention.py --part layer --batch 64 --seq 128
+
+Runs on one CPU thread unless ``--threads`` says otherwise (a GPU uses its own kernels).
+
+1. **Encoder layer** (``shoulders.models.transformer_blocks.EncoderLayer``) against ``torch.nn.TransformerEncoderLayer``
+   with the same sizes, weights and settings (post-LN and pre-LN, ReLU, dropout 0.1, training mode, a key padding
+   mask), forward + backward; median time of ``--repeats`` runs and the ratio ours / torch (< 1: ours is faster).
+   Both call the same fused attention kernel; torch's layer has a fast path only for inference.
+2. **T-DMCA vs full attention** (Liu et al. 2018), causal self-attention modules (projections included) at each
+   of ``--lengths``: full attention through the fused kernel (``F.scaled_dot_product_attention``), full attention
+   written out (eq. 1, the ``T x T`` weights stored: what ``need_weights=True`` costs), local attention (blocks of
+   ``--block``) and memory-compressed attention (``--compression``-fold). Forward + backward time and peak memory
+   above the inputs: ``torch.cuda.max_memory_allocated`` on a GPU, on a CPU the allocations the torch profiler
+   records (``profile_memory=True``), summed in time order. A length that runs out of memory prints "OOM".
+"""
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+from typing import Callable  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+from shoulders.models.attention import MultiHeadAttention  # noqa: E402
+from shoulders.models.tdmca import LocalAttention, MemoryCompressedAttention  # noqa: E402
+from shoulders.models.transformer_blocks import BlockConfig, EncoderLayer  # noqa: E402
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def median_time(fn: Callable[[], None], repeats: int, device: torch.device, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        sync(device)
+        t = time.perf_counter()
+        fn()
+        sync(device)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def peak_bytes(fn: Callable[[], None], device: torch.device) -> int:
+    """Peak bytes allocated while ``fn`` runs, above what was allocated before."""
+    if device.type == "cuda":
+        sync(device)
+        torch.cuda.empty_cache()
+        base = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        fn()
+        sync(device)
+        return torch.cuda.max_memory_allocated(device) - base
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                    if e.name() == "[memory]")
+    now = peak = 0
+    for _, n in events:  # allocations are positive, frees negative
+        now += n
+        peak = max(peak, now)
+    return peak
+
+
+def copy_into_torch_layer(ours: EncoderLayer, ref: nn.TransformerEncoderLayer) -> None:
+    with torch.no_grad():
+        ref.self_attn.in_proj_weight.copy_(ours.self_attn.qkv.weight)
+        ref.self_attn.in_proj_bias.copy_(ours.self_attn.qkv.bias)
+        ref.self_attn.out_proj.load_state_dict(ours.self_attn.out.state_dict())
+        ref.linear1.load_state_dict(ours.ffn.w1.state_dict())
+        ref.linear2.load_state_dict(ours.ffn.w2.state_dict())
+        ref.norm1.load_state_dict(ours.norm1.state_dict())
+        ref.norm2.load_state_dict(ours.norm2.state_dict())
+
+
+def bench_layer(args: argparse.Namespace, device: torch.device) -> None:
+    d, h, ff, B, T = args.d_model, args.heads, args.d_ff, args.batch, args.seq
+    print(f"== encoder layer, forward + backward: d_model {d}, heads {h}, d_ff {ff}, batch {B} x {T} tokens, "
+          f"dropout 0.1, training mode, {device} ==")
+    torch.manual_seed(0)
+    x = torch.randn(B, T, d, device=device, requires_grad=True)
+    lengths = torch.randint(T // 2, T + 1, (B,), device=device)
+    keep = torch.arange(T, device=device)[None, :] < lengths[:, None]  # (B, T) True = real
+    for norm_first in (False, True):
+        ours = EncoderLayer(BlockConfig(d, h, ff, dropout=0.1, norm_first=norm_first)).to(device).train()
+        ref = nn.TransformerEncoderLayer(d, h, ff, dropout=0.1, batch_first=True, norm_first=norm_first)
+        ref = ref.to(device).train()
+        copy_into_torch_layer(ours, ref)
+
+        def run_ours() -> None:
+            ours(x, mask=keep[:, None, None, :])[0].sum().backward()
+
+        def run_ref() -> None:
+            ref(x, src_key_padding_mask=~keep).sum().backward()
+
+        t_ours = median_time(run_ours, args.repeats, device)
+        t_ref = median_time(run_ref, args.repeats, device)
+        name = "pre-LN " if norm_first else "post-LN"
+        print(f"  {name}: ours {t_ours * 1e3:8.2f} ms | torch {t_ref * 1e3:8.2f} ms | ratio ours/torch "
+              f"{t_ours / t_ref:.2f}")
+
+
+def bench_long(args: argparse.Namespace, device: torch.device) -> None:
+    d, h = args.long_d_model, args.long_heads
+    print(f"== causal self-attention over long sequences, forward + backward: d_model {d}, heads {h}, batch 1, "
+          f"local block {args.block}, compression {args.compression}, {device} ==")
+    torch.manual_seed(0)
+    modules = {
+        "full (fused)": MultiHeadAttention(d, h),
+        "full (eq. 1 explicit)": MultiHeadAttention(d, h),
+        f"local (block {args.block})": LocalAttention(d, h, block_size=args.block),
+        f"mem-compressed (c={args.compression})": MemoryCompressedAttention(d, h, compression=args.compression),
+    }
+    print(f"  {'T':>6} | " + " | ".join(f"{name:>28}" for name in modules))
+    for T in args.lengths:
+        cells = []
+        for name, module in modules.items():
+            module = module.to(device).train()
+            explicit = "explicit" in name
+            x = torch.randn(1, T, d, device=device, requires_grad=True)
+
+            def run() -> None:
+                module(x, causal=True, need_weights=explicit)[0].sum().backward()
+
+            try:
+                t = median_time(run, args.long_repeats, device, warmup=1)
+                mem = peak_bytes(run, device)
+                cells.append(f"{t * 1e3:9.1f} ms {mem / 2**20:9.1f} MiB")
+            except (torch.OutOfMemoryError, RuntimeError) as err:
+                if "memory" not in str(err).lower():
+                    raise
+                cells.append(f"{'OOM':>28}")
+            finally:
+                x.grad = None
+                module.zero_grad(set_to_none=True)
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
+        print(f"  {T:>6} | " + " | ".join(f"{c:>28}" for c in cells))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--part", choices=["layer", "long", "all"], default="all")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--d-model", type=int, default=256)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--d-ff", type=int, default=1024)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--seq", type=int, default=32)
+    p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--lengths", type=int, nargs="+", default=None,
+                   help="default 512 1024 2048 on a CPU, 512 ... 8192 on a GPU")
+    p.add_argument("--long-d-model", type=int, default=256)
+    p.add_argument("--long-heads", type=int, default=4)
+    p.add_argument("--block", type=int, default=256)
+    p.add_argument("--compression", type=int, default=3)
+    p.add_argument("--long-repeats", type=int, default=3)
+    args = p.parse_args()
+    device = torch.device(args.device)
+    torch.set_num_threads(args.threads)
+    if args.lengths is None:
+        args.lengths = [512, 1024, 2048] if device.type == "cpu" else [512, 1024, 2048, 4096, 8192]
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU thread(s)")
+    if args.part in ("layer", "all"):
+        bench_layer(args, device)
+    if args.part in ("long", "all"):
+        bench_long(args, device)
+
+
+if __name__ == "__main__":
+    main()
