@@ -30,7 +30,8 @@ def test_explicit_attention_is_eq1_by_hand():
     torch.testing.assert_close(out, expected @ v)
 
 
-@pytest.mark.parametrize("case", ["none", "padding", "causal", "padding+causal", "float", "cross-padding"])
+@pytest.mark.parametrize("case", ["none", "padding", "causal", "padding+causal", "float", "cross-padding",
+                                  "rectangular-causal"])
 def test_explicit_attention_equals_torch_sdpa(case):
     B, T = 3, 6
     q, k, v = qkv(B=B, Tq=T, Tk=T)
@@ -47,6 +48,8 @@ def test_explicit_attention_equals_torch_sdpa(case):
     elif case == "cross-padding":
         q = q[:, :, :4]
         mask = key_padding_mask(padding_mask(lengths, T))
+    elif case == "rectangular-causal":  # torch aligns is_causal top-left when T_q != T_k; so do we
+        q, causal = q[:, :, :4], True
     ours, w = scaled_dot_product_attention(q, k, v, mask=mask, causal=causal)
     theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
     torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
@@ -54,7 +57,8 @@ def test_explicit_attention_equals_torch_sdpa(case):
     if mask is not None and mask.dtype == torch.bool:
         assert (w[~mask.expand_as(w)] == 0).all()  # hidden keys get exactly zero weight
     if causal:
-        assert (w.triu(1) == 0).all()
+        lower = torch.ones(w.shape[-2:], dtype=torch.bool).tril()
+        assert (w[..., ~lower] == 0).all() and (w[..., lower] > 0).all()
 
 
 def test_explicit_attention_rejects_mismatched_shapes():

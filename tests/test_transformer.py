@@ -283,3 +283,22 @@ def test_a_tiny_model_learns_to_copy(one_thread):
     sh.train.fit(model, batches, cfg.optimizer(model), steps=200, progress=False, device="cpu")
     src = torch.tensor([[4, 7, 9, 11, 5], [10, 10, 6, 8, 4]])
     assert greedy_decode(model, src) == src.tolist()
+
+
+def test_beam_search_cache_follows_the_reranked_beams():
+    model = tiny_model(seed=5)
+    # make <eos> rare, so hypotheses grow long and beams are re-ranked (and their caches reordered) many times
+    model.generator.register_forward_hook(lambda m, i, out: out - 4.0 * F.one_hot(torch.tensor(EOS), 19))
+    src = ids([[5, 6, 7, 8, 9, 10], [4, 5, 6], [11, 12, 13, 14]])
+    cached = beam_search(model, src, beam_size=3, max_len=12)
+    assert cached == beam_search(model, src, beam_size=3, max_len=12, use_cache=False)
+    assert max(len(h) for h in cached) >= 6
+
+
+def test_collate_makes_teacher_forcing_batches():
+    cfg = tiny_cfg()
+    src, tgt_in, tgt_out = cfg.collate([([5, 6, 7], [8, 9]), ([5], [10, 11, 12])])
+    assert src.tolist() == [[5, 6, 7], [5, PAD, PAD]]
+    assert tgt_in.tolist() == [[BOS, 8, 9, PAD], [BOS, 10, 11, 12]]
+    assert tgt_out.tolist() == [[8, 9, EOS, PAD], [10, 11, 12, EOS]]
+    assert tiny_model()(src, tgt_in, tgt_out)["tokens"].item() == 7

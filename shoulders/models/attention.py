@@ -59,8 +59,8 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     d_k = q.shape[-1]
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
     if causal:
-        scores = scores.masked_fill(~causal_mask(scores.shape[-1], scores.device)[: scores.shape[-2]],
-                                    float("-inf"))
+        T_q, T_k = scores.shape[-2:]
+        scores = scores.masked_fill(~torch.ones(T_q, T_k, dtype=torch.bool, device=q.device).tril(), float("-inf"))
     if mask is not None:
         if mask.dtype == torch.bool:
             scores = scores.masked_fill(~mask, float("-inf"))

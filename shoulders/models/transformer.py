@@ -1,13 +1,14 @@
 """The Transformer encoder-decoder (Vaswani et al. 2017, "Attention Is All You Need"), for translation.
 
-    src ids ─ E·sqrt(d) + PE ─ Dropout ─ Encoder (N x [self-attention, FFN]) ─────────────── memory
-    tgt_in  ─ E·sqrt(d) + PE ─ Dropout ─ Decoder (N x [masked self-attention, cross-attention over memory, FFN])
-            ─ Linear (= E^T when tied, §3.4) ─ softmax ─ P(y_t | y_<t, x)                          (§3.1, Fig. 1)
+    src ids ─ E·sqrt(d) + PE ─ Dropout ─ Encoder (N x [self-attention, FFN]) ─────────────────── memory
+    tgt_in  ─ E·sqrt(d) + PE ─ Dropout ─ Decoder (N x [masked self-attn, cross-attn over memory, FFN])
+            ─ Linear (= E^T when tied, §3.4) ─ softmax ─ P(y_t | y_<t, x)                  (§3.1, Fig. 1)
 
 A batch is ``(src, tgt_in, tgt_out)``, three right-padded ``(B, T)`` id tensors with ``cfg.pad_id`` as padding:
 ``tgt_in = <bos> y_1 … y_n`` and ``tgt_out = y_1 … y_n <eos>`` (teacher forcing). ``model(src, tgt_in, tgt_out)``
-returns ``{"loss", "tokens"}`` -- the label-smoothed cross-entropy per target token (§5.4, :func:`label_smoothing_loss`)
--- so :func:`shoulders.train.fit` trains it; ``model(src, tgt_in)`` returns the logits ``(B, T, |V_tgt|)``.
+returns ``{"loss", "tokens"}`` -- the label-smoothed cross-entropy per target token (§5.4,
+:func:`label_smoothing_loss`) -- so :func:`shoulders.train.fit` trains it; ``model(src, tgt_in)`` returns the
+logits ``(B, T, |V_tgt|)``.
 
 Source padding is hidden from every attention by a key padding mask; the target needs only the causal mask, since
 its padding is on the right, after every real query's last visible key. ``share_embeddings`` uses one matrix for
@@ -18,18 +19,19 @@ the pre-softmax matrix (§3.4, Press & Wolf 2017). Decoding -- greedy and beam s
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import Config, ConfigError
+from ..text.pad import pad_sequences
 from ..train.schedules import Schedule, inverse_sqrt
 from .attention import KVCache, key_padding_mask
 from .transformer_blocks import BlockConfig, Decoder, Encoder, LearnedPositions, SinusoidalPositions, scaled_embedding
 
-__all__ = ["Encoded", "Transformer", "TransformerConfig", "label_smoothing_loss"]
+__all__ = ["Encoded", "Transformer", "TransformerConfig", "label_smoothing_loss", "translation_batch"]
 
 
 @dataclasses.dataclass
@@ -117,6 +119,12 @@ class TransformerConfig(Config):
         """Adam with the paper's β₁ = 0.9, β₂ = 0.98, ε = 1e-9 (§5.3), at the peak rate ``lr``."""
         return torch.optim.Adam(model.parameters(), lr=self.lr, betas=self.betas, eps=self.adam_eps)
 
+    def collate(self, pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> tuple[torch.Tensor, ...]:
+        """A list of ``(source ids, target ids)`` pairs -> one ``(src, tgt_in, tgt_out)`` batch (a DataLoader's
+        ``collate_fn``); see :func:`translation_batch`."""
+        return translation_batch([p[0] for p in pairs], [p[1] for p in pairs], self.pad_id, self.bos_id,
+                                 self.eos_id)
+
     def example_batch(self, batch_size: int = 2) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """A tiny random ``(src, tgt_in, tgt_out)`` batch, right-padded (the last row is shorter)."""
         g = torch.Generator().manual_seed(0)
@@ -132,6 +140,18 @@ class TransformerConfig(Config):
             tgt_out[-1, 2] = self.eos_id
             tgt_out[-1, 3:] = self.pad_id
         return src, tgt_in, tgt_out
+
+
+def translation_batch(src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], pad_id: int, bos_id: int,
+                      eos_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Sentence pairs of ids (no specials) -> right-padded ``(src (B, S), tgt_in (B, T), tgt_out (B, T))``,
+    ``tgt_in = <bos> y`` and ``tgt_out = y <eos>`` (teacher forcing). ``cfg.collate`` fills in the ids."""
+    if len(src) != len(tgt):
+        raise ValueError(f"{len(src)} source but {len(tgt)} target sentences")
+    src_ids, _ = pad_sequences(src, pad_id)
+    tgt_in, _ = pad_sequences([[bos_id, *map(int, y)] for y in tgt], pad_id)
+    tgt_out, _ = pad_sequences([[*map(int, y), eos_id] for y in tgt], pad_id)
+    return src_ids, tgt_in, tgt_out
 
 
 def label_smoothing_loss(logits: torch.Tensor, target: torch.Tensor, epsilon: float = 0.1,
