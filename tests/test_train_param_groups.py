@@ -85,3 +85,20 @@ def test_adamw_decays_matrices_only():
     groups = adamw(discriminative_lr([net[0], net[1]], lr=0.1), lr=0.1).param_groups
     assert [(len(g["params"]), g["weight_decay"], g["lr"]) for g in groups] == [
         (1, 0.01, 0.1 / 2.6), (1, 0.0, 0.1 / 2.6), (2, 0.0, 0.1)]
+
+
+def test_adamw_is_fused_where_torch_has_the_kernel_and_steps_like_the_plain_one():
+    torch.manual_seed(0)
+    a = nn.Sequential(nn.Embedding(50, 8), nn.Linear(8, 3))
+    b = nn.Sequential(nn.Embedding(50, 8), nn.Linear(8, 3))
+    b.load_state_dict(a.state_dict())
+    fused, plain = adamw(a, lr=1e-2), adamw(b, lr=1e-2, fused=False)
+    assert fused.defaults["fused"] is True and not plain.defaults.get("fused")
+    x = torch.randint(50, (16,))
+    for opt, net in ((fused, a), (plain, b)):
+        for _ in range(3):
+            opt.zero_grad()
+            net(x).square().mean().backward()
+            opt.step()
+    for p, q in zip(a.parameters(), b.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)

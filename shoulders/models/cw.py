@@ -46,7 +46,7 @@ class CWConfig(WindowLMConfig):
         # a narrow window and 8 corruptions per window let the short runs learn context, not only word frequency
         "smoke": dict(window=3, emb_dim=50, hidden=100, negatives=8, batch_size=256, steps=2_000, warmup=50,
                       lr=1e-2, weight_decay=0.0, max_vocab=10_000, train_tokens=200_000, eval_tokens=20_000),
-        "cpu": dict(window=5, emb_dim=50, hidden=100, negatives=8, batch_size=256, steps=20_000, warmup=500,
+        "cpu": dict(window=5, emb_dim=50, hidden=100, negatives=8, batch_size=256, steps=8_000, warmup=300,
                     lr=5e-3, weight_decay=0.0),
         # Collobert et al. 2011: window 11, 50-dimensional embeddings, 100 hidden units
         "full": dict(window=11, emb_dim=50, hidden=100, negatives=8, batch_size=512, steps=200_000, warmup=2_000,

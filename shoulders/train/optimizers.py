@@ -34,5 +34,16 @@ def decay_groups(params: nn.Module | Iterable[Any], weight_decay: float) -> list
 
 def adamw(params: nn.Module | Iterable[Any], lr: float, weight_decay: float = 0.01,
           betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, **kwargs: Any) -> torch.optim.AdamW:
-    """AdamW (Loshchilov & Hutter, 2019) with weight decay on matrices only (see :func:`decay_groups`)."""
-    return torch.optim.AdamW(decay_groups(params, weight_decay), lr=lr, betas=betas, eps=eps, **kwargs)
+    """AdamW (Loshchilov & Hutter, 2019) with weight decay on matrices only (see :func:`decay_groups`).
+
+    Uses PyTorch's fused implementation where it exists for the parameters' device (one kernel for the whole
+    update; on a CPU several times faster than the default for models with a large embedding); ``fused=False``
+    turns it off.
+    """
+    groups = decay_groups(params, weight_decay)
+    if "fused" not in kwargs:
+        try:
+            return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=True, **kwargs)
+        except (RuntimeError, TypeError, ValueError):  # an older torch or a device without the fused kernel
+            pass
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, **kwargs)
