@@ -83,7 +83,7 @@ def main() -> None:
     ap.add_argument("--min-count", type=int, default=5)
     ap.add_argument("--tokens", type=int, default=None, help="only the first N tokens of WikiText-2 train")
     ap.add_argument("--workers", type=int, default=2, help="gensim worker threads")
-    ap.add_argument("--threads", type=int, default=2, help="torch threads for shoulders")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads for shoulders (its ops are small: one is fastest)")
     ap.add_argument("--batch-words", type=int, default=500, help="shoulders: centre words per batch")
     ap.add_argument("--share-negatives", type=int, default=16, help="shoulders: pairs sharing their k negatives")
     ap.add_argument("--repeats", type=int, default=1, help="seeds per side (scores are averaged)")

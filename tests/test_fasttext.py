@@ -146,3 +146,17 @@ def test_config_errors():
         ft.FastTextConfig(loss="nce")
     with pytest.raises(ConfigError):
         ft.FastTextConfig(word_ngrams=3)
+
+
+def test_train_classifier_with_sgd_and_linear_decay(one_thread):
+    texts = [["good", "film"], ["bad", "film"], ["good", "plot"], ["bad", "plot"]] * 8
+    labels = torch.tensor([1, 0, 1, 0] * 8)
+    vocab = Vocab.build(texts, unk=None)
+    cfg = ft.FastTextConfig(num_labels=2, dim=8, buckets=32, vocab_size=len(vocab), lr=0.5, epochs=40, batch_size=8)
+    ids, offsets = ft.encode_texts(texts, vocab, cfg.buckets)
+    torch.manual_seed(0)
+    model = cfg.build()
+    hist = ft.train_classifier(model, ft.ClassificationBatches(ids, offsets, labels, cfg.batch_size), cfg,
+                               progress=False, device="cpu")
+    assert len(hist) == 40 * 4 and hist.last("lr/0") < 0.01
+    assert bool((model.predict(ids, offsets) == labels).all())

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Callable, ClassVar, Mapping
 
@@ -36,10 +35,11 @@ from ..text.vocab import Vocab
 from ..train.history import History
 from .huffman_tree import HierarchicalSoftmax, huffman_tree
 from .negative_sampling import NegativeSampler, NegativeSampling
-from .word2vec import Word2VecBatches, Word2VecConfig, WordCorpus, prepare_corpus, zipf_counts
+from .word2vec import Word2VecConfig, WordCorpus, zipf_counts
 
-__all__ = ["ClassificationBatches", "FastTextClassifier", "FastTextConfig", "SubwordConfig", "SubwordSkipGram", "Subwords", "bag_rows", "bigram_ids",
-           "char_ngrams", "encode_texts", "fnv1a", "train_subword"]
+__all__ = ["ClassificationBatches", "FastTextClassifier", "FastTextConfig", "SubwordConfig", "SubwordSkipGram",
+           "Subwords", "bag_rows", "bigram_ids", "char_ngrams", "encode_texts", "fnv1a", "train_classifier",
+           "train_subword"]
 
 BIGRAM_PRIME = 116_049_371  # fastText's multiplier for word n-gram hashes (Dictionary::addWordNgrams)
 MASK64 = (1 << 64) - 1
@@ -200,6 +200,22 @@ class ClassificationBatches:
             yield self.ids[idx], offs, self.labels[k]
 
 
+def train_classifier(model: FastTextClassifier, batches: Iterable[Any], cfg: "FastTextConfig | None" = None, *,
+                     steps: int | None = None, progress: bool = True,
+                     evaluate: Callable[[FastTextClassifier], Mapping[str, float]] | None = None,
+                     eval_every: int | None = None, device: Any = None, **fit_kwargs: Any) -> History:
+    """fastText's optimiser through :func:`shoulders.train.fit`: plain SGD at ``cfg.lr``, decayed linearly to 0
+    over ``steps`` (default ``cfg.epochs`` passes over ``batches``, e.g. a :class:`ClassificationBatches`)."""
+    from ..train.loop import fit
+    from ..train.schedules import linear_warmup_decay
+
+    cfg = cfg or model.cfg
+    total = int(steps) if steps is not None else cfg.epochs * len(batches)  # type: ignore[arg-type]
+    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr)
+    return fit(model, batches, opt, steps=total, schedule=linear_warmup_decay(0, total), progress=progress,
+               evaluate=evaluate, eval_every=eval_every, device=device, amp=False, seed=cfg.seed, **fit_kwargs)
+
+
 # -- (b) subword vectors ------------------------------------------------------------------------------------------
 def bag_rows(word_ids: torch.Tensor, flat: torch.Tensor, starts: torch.Tensor,
              lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -332,7 +348,8 @@ class SubwordConfig(Word2VecConfig):
         if not 1 <= self.minn <= self.maxn or self.buckets < 1:
             raise ConfigError(f"need 1 <= minn <= maxn and buckets >= 1, got {self.minn}, {self.maxn}, {self.buckets}")
 
-    def build(self, words: Sequence[str] | None = None, counts: Any | None = None) -> SubwordSkipGram:  # type: ignore[override]
+    def build(self, words: Sequence[str] | None = None,  # type: ignore[override]
+              counts: Any | None = None) -> SubwordSkipGram:
         """The model over ``words`` (the vocabulary's tokens, e.g. ``corpus.vocab.tokens``) with their
         ``counts``; without them ``vocab_size`` placeholder words with Zipf counts."""
         return SubwordSkipGram(self, words, counts)

@@ -32,7 +32,7 @@ import torch.nn as nn
 
 from ..config import Config, ConfigError
 from ..train.history import History
-from .word2vec import WordCorpus, prepare_corpus
+from .word2vec import WordCorpus, corpus_lines, prepare_corpus
 
 __all__ = ["Cooccurrence", "GloVe", "GloVeBatches", "GloVeConfig", "cooccurrence", "glove_weight", "train"]
 
@@ -182,9 +182,7 @@ class GloVeConfig(Config):
     def prepare(self, lines: Iterable[Sequence[str]] | None = None) -> tuple[WordCorpus, Cooccurrence]:
         """The corpus (word2vec's reader and vocabulary rules) and its co-occurrence matrix."""
         if lines is None:
-            from .word2vec import Word2VecConfig
-
-            lines = Word2VecConfig(corpus=self.corpus).corpus_lines()
+            lines = corpus_lines(self.corpus)
         corpus = prepare_corpus(lines, self.min_count, self.train_tokens, self.max_vocab)
         return corpus, cooccurrence(corpus.ids, self.window, corpus.sentence, len(corpus.vocab))
 

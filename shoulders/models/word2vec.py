@@ -53,8 +53,8 @@ from ..train.history import History
 from .huffman_tree import HierarchicalSoftmax, huffman_tree
 from .negative_sampling import NegativeSampler, NegativeSampling, keep_probability, subsample
 
-__all__ = ["FullSoftmax", "Word2Vec", "Word2VecBatches", "Word2VecConfig", "WordCorpus", "dynamic_window",
-           "output_layer", "prepare_corpus", "train", "window_pairs", "zipf_counts"]
+__all__ = ["FullSoftmax", "Word2Vec", "Word2VecBatches", "Word2VecConfig", "WordCorpus", "corpus_lines",
+           "dynamic_window", "output_layer", "prepare_corpus", "train", "window_pairs", "zipf_counts"]
 
 ARCHS = ("sg", "cbow")
 OUTPUTS = ("ns", "hs", "softmax")
@@ -106,6 +106,23 @@ def prepare_corpus(lines: Iterable[Sequence[str]], min_count: int = 5, max_token
     keep = raw >= 0
     counts = torch.as_tensor(vocab.count_array())
     return WordCorpus(torch.from_numpy(raw[keep]), torch.from_numpy(line_of[keep]), vocab, counts)
+
+
+def corpus_lines(corpus: str = "wikitext-2") -> list[list[str]]:
+    """The training text as lines of tokens: WikiText-2 train (without ``<eos>``), or text8 cut into
+    10,000-word lines (the chunk size gensim's ``Text8Corpus`` uses; text8 has no line breaks)."""
+    if corpus == "wikitext-2":
+        from ..text.corpus import wikitext2
+
+        return wikitext2("train", eos=None)
+    if corpus == "text8":
+        from pathlib import Path
+
+        from ..data import path as data_path
+
+        words = (Path(data_path("text8")) / "text8").read_text(encoding="utf-8").split()
+        return [words[i: i + 10_000] for i in range(0, len(words), 10_000)]
+    raise ValueError(f"corpus must be 'wikitext-2' or 'text8', got {corpus!r}")
 
 
 def zipf_counts(vocab_size: int, total: int = 1_000_000) -> torch.Tensor:
@@ -327,8 +344,8 @@ class Word2VecConfig(Config):
             raise ConfigError(f"arch must be one of {ARCHS}, got {self.arch!r}")
         if self.output not in OUTPUTS:
             raise ConfigError(f"output must be one of {OUTPUTS}, got {self.output!r}")
-        if min(self.dim, self.window, self.negatives, self.share_negatives, self.min_count, self.epochs, self.batch_words,
-               self.vocab_size) < 1:
+        if min(self.dim, self.window, self.negatives, self.share_negatives, self.min_count, self.epochs,
+               self.batch_words, self.vocab_size) < 1:
             raise ConfigError("dim, window, negatives, min_count, epochs, batch_words and vocab_size must be >= 1")
         if self.vocab_size < 2:
             raise ConfigError("vocab_size must be >= 2")
@@ -357,18 +374,8 @@ class Word2VecConfig(Config):
         return ctx, torch.randint(self.vocab_size, (batch_size,), generator=g), mask
 
     def corpus_lines(self) -> list[list[str]]:
-        """The training text as lines of tokens: WikiText-2 train, or text8 cut into 10,000-word lines (the
-        chunk size gensim's ``Text8Corpus`` uses; text8 has no line breaks)."""
-        if self.corpus == "wikitext-2":
-            from ..text.corpus import wikitext2
-
-            return wikitext2("train", eos=None)
-        from pathlib import Path
-
-        from ..data import path as data_path
-
-        words = (Path(data_path("text8")) / "text8").read_text(encoding="utf-8").split()
-        return [words[i: i + 10_000] for i in range(0, len(words), 10_000)]
+        """:func:`corpus_lines` of this config's ``corpus``."""
+        return corpus_lines(self.corpus)
 
     def prepare(self, lines: Iterable[Sequence[str]] | None = None) -> WordCorpus:
         """:func:`prepare_corpus` of ``lines`` (default :meth:`corpus_lines`) with this config's limits."""
@@ -407,7 +414,7 @@ def train(model: Word2Vec, corpus: WordCorpus, cfg: Word2VecConfig | None = None
     history = History()
     bar = tqdm(total=planned if steps is None else steps, unit="word" if steps is None else "step",
                unit_scale=True, disable=not progress, dynamic_ncols=True, desc=f"word2vec {cfg.arch}/{cfg.output}")
-    step, start, words = 0, time.perf_counter(), 0
+    step, start, words, lr, ep = 0, time.perf_counter(), 0, cfg.lr, 0
     acc_loss, acc_n = 0.0, 0
     try:
         for ep in range(epochs):
