@@ -158,15 +158,17 @@ class HierarchicalSoftmax(nn.Module):
         With f = sigma(v'^T h) and label 1 - code, word2vec.c does ``g = (1 - code - f) * lr``,
         ``neu1e += g v'``, ``v' += g h``; here dL/dx = f - (1 - code) on each node of the path.
         """
-        x, sign, mask = self._scores(h, y)  # (B, L)
-        loss = -(F.logsigmoid(sign * x) * mask).sum()
-        dx = (torch.sigmoid(x) - (1.0 - self.codes[y].to(h.dtype))) * mask  # (B, L)
-        points = self.points[y]  # (B, L)
-        dh = torch.einsum("bl,bld->bd", dx, self.weight[points])  # (B, d), from the old v'
-        dW = dx[:, :, None] * h[:, None, :]  # (B, L, d)
+        mask = self.path_mask[y]  # (B, L)
+        b, l = mask.nonzero(as_tuple=True)  # (n,): only the real steps of each path, not the padding
+        rows = self.points[y[b], l]  # (n,) the inner nodes visited
+        V_n = self.weight[rows]  # (n, d)
+        x = (V_n * h[b]).sum(1)  # (n,)
+        code = self.codes[y[b], l].to(h.dtype)  # (n,)
+        loss = -F.logsigmoid((1.0 - 2.0 * code) * x).sum()
+        dx = torch.sigmoid(x) - (1.0 - code)  # (n,)
+        dh = torch.zeros_like(h).index_add_(0, b, dx[:, None] * V_n)  # (B, d), from the old v'
+        grads = dx[:, None] * h[b]  # (n, d)
         damp_shared = self.damp_shared if damp_shared is None else damp_shared
-        rows = points[mask]  # (n,) the inner nodes visited
-        grads = dW[mask]  # (n, d)
         if damp_shared:
             # every path starts at the root, so near the root one batch holds hundreds of updates to the same
             # vector, all computed from its old value; summed they overshoot and diverge (word2vec.c applies them
