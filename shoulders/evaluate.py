@@ -128,8 +128,8 @@ def analogy(vectors: "torch.Tensor", words: "Iterable[str] | Mapping[str, int]",
         if all(i is not None for i in ids):
             rows.append(ids)
             secs.append(sec)
-    ids = torch.tensor(rows, dtype=torch.long).reshape(-1, 4)  # (Q, 4)
-    hits = torch.zeros(ids.shape[0], dtype=torch.bool)
+    ids = torch.tensor(rows, dtype=torch.long).reshape(-1, 4).to(W.device)  # (Q, 4)
+    hits = torch.zeros(ids.shape[0], dtype=torch.bool, device=W.device)
     for s in range(0, ids.shape[0], batch_size):
         q = ids[s: s + batch_size]
         target = W[q[:, 1]] - W[q[:, 0]] + W[q[:, 2]]  # (b, d): b - a + c
@@ -234,7 +234,7 @@ def nearest_neighbors(vectors: "torch.Tensor", words: "Sequence[str]", query: "s
         q = W[qi]
     else:
         qi = None
-        q = torch.as_tensor(query, dtype=torch.float32)
+        q = torch.as_tensor(query, dtype=torch.float32).to(W.device)
         q = q / q.norm().clamp(min=1e-12)
     sims = W @ q  # (V,)
     if qi is not None and exclude_query:
