@@ -12,3 +12,10 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+def pytest_configure(config):
+    """Each pytest-xdist worker takes its share of the cores (as the notebook kernels do), not all of them."""
+    from shoulders.device import set_threads
+
+    set_threads()

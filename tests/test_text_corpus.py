@@ -77,3 +77,17 @@ def test_default_root_comes_from_shoulders_data_path(tmp_path, monkeypatch):
     assert wikitext2("valid") == [["a", "b", "<eos>"]]
     assert tiny_shakespeare() == "To be"
     assert asked == ["wikitext-2", "tiny-shakespeare"]
+
+
+def test_multi30k_sides_are_parallel_and_have_the_published_sizes():
+    from shoulders.text import multi30k
+
+    for split, n in (("train", 29_000), ("valid", 1_014), ("test", 1_000)):
+        en, de = multi30k(split, "en"), multi30k(split, "de")
+        assert len(en) == len(de) == n, split
+        assert all(en) and all(de)
+    assert multi30k("train", "en")[0].startswith("Two young, White males are outside")
+    with pytest.raises(ValueError, match="split"):
+        multi30k("dev")
+    with pytest.raises(ValueError, match="lang"):
+        multi30k("train", "fr")

@@ -4,7 +4,7 @@ One job per file:
 
 * :mod:`~shoulders.text.vocab` -- :class:`Vocab` (specials, ``min_freq``, ``max_size``, ``<unk>``, save/load);
 * :mod:`~shoulders.text.tokenize` -- :func:`words`, :func:`simple_words`, :func:`chars`;
-* :mod:`~shoulders.text.corpus` -- :func:`wikitext2`, :func:`tiny_shakespeare`;
+* :mod:`~shoulders.text.corpus` -- :func:`wikitext2`, :func:`tiny_shakespeare`, :func:`multi30k`;
 * :mod:`~shoulders.text.stream` -- :class:`LMStream`, :func:`batchify`, :class:`BPTTBatches`, :func:`lm_stream`;
 * :mod:`~shoulders.text.pad` -- :func:`pad_sequences`, :func:`padding_mask`, :func:`causal_mask`,
   :func:`attention_mask` (``True`` = take part, as in ``scaled_dot_product_attention``);
@@ -13,7 +13,7 @@ One job per file:
 """
 from __future__ import annotations
 
-from .corpus import EOS, WIKITEXT2_SPLITS, tiny_shakespeare, wikitext2
+from .corpus import EOS, MULTI30K_SPLITS, WIKITEXT2_SPLITS, multi30k, tiny_shakespeare, wikitext2
 from .pad import attention_mask, causal_mask, pad_sequences, padding_mask
 from .stream import BPTTBatches, LMStream, batchify, lm_stream
 from .lm_data import LMCorpus, take_tokens, unigram_log_probs, wikitext2_corpus
@@ -22,9 +22,9 @@ from .vocab import Vocab, VocabFileError, count_tokens
 from .windows import WindowBatches, ngram_batches, sliding_windows, window_batches
 
 __all__ = [
-    "EOS", "SIMPLE_WORDS_PATTERN", "WIKITEXT2_SPLITS",
+    "EOS", "MULTI30K_SPLITS", "SIMPLE_WORDS_PATTERN", "WIKITEXT2_SPLITS",
     "BPTTBatches", "LMCorpus", "LMStream", "Vocab", "VocabFileError", "WindowBatches",
-    "attention_mask", "batchify", "causal_mask", "chars", "count_tokens", "lm_stream", "ngram_batches",
+    "attention_mask", "batchify", "causal_mask", "chars", "count_tokens", "lm_stream", "multi30k", "ngram_batches",
     "pad_sequences", "padding_mask", "simple_words", "sliding_windows", "take_tokens", "tiny_shakespeare",
     "unigram_log_probs", "window_batches", "words", "wikitext2", "wikitext2_corpus",
 ]

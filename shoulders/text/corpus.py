@@ -1,4 +1,5 @@
-"""Readers for the book's plain-text corpora: WikiText-2 (word LMs) and Tiny Shakespeare (char LMs).
+"""Readers for the book's plain-text corpora: WikiText-2 (word LMs), Tiny Shakespeare (char LMs) and Multi30k
+(translation).
 
 Each takes an optional ``root`` folder; without it the folder comes from ``shoulders.data.path(name)``
 (cache, mirror or download -- see the data registry).
@@ -8,10 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["EOS", "WIKITEXT2_SPLITS", "tiny_shakespeare", "wikitext2"]
+__all__ = ["EOS", "MULTI30K_SPLITS", "WIKITEXT2_SPLITS", "multi30k", "tiny_shakespeare", "wikitext2"]
 
 EOS = "<eos>"
 WIKITEXT2_SPLITS = {"train": "wiki.train.tokens", "valid": "wiki.valid.tokens", "test": "wiki.test.tokens"}
+MULTI30K_SPLITS = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
 
 
 def _folder(name: str, root: str | os.PathLike | None) -> Path:
@@ -57,3 +59,26 @@ def wikitext2(split: str = "train", root: str | os.PathLike | None = None, eos: 
 def tiny_shakespeare(root: str | os.PathLike | None = None) -> str:
     """Tiny Shakespeare (Karpathy 2015, ``input.txt``, ~1.1M characters) as one string."""
     return _read(_folder("tiny-shakespeare", root), "input.txt", "tiny-shakespeare")
+
+
+def multi30k(split: str = "train", lang: str = "en", root: str | os.PathLike | None = None) -> list[str]:
+    """Multi30k Task 1 (Elliott et al. 2016): the ``lang`` ("en" or "de") side of ``split`` as raw sentences.
+
+    ``train`` / ``valid`` / ``test`` are the 29,000 / 1,014 / 1,000 image descriptions of the authors' current
+    files (``test`` is the 2016 Flickr test set); line ``i`` of the English and the German file translate each
+    other. Sentences keep their case and punctuation; tokenise them yourself (e.g. :func:`simple_words`).
+    """
+    import gzip
+
+    if split not in MULTI30K_SPLITS:
+        raise ValueError(f"split must be one of {sorted(MULTI30K_SPLITS)}, got {split!r}")
+    if lang not in ("en", "de"):
+        raise ValueError(f"lang must be 'en' or 'de', got {lang!r}")
+    file = _folder("multi30k", root) / f"{MULTI30K_SPLITS[split]}.{lang}.gz"
+    if not file.is_file():
+        raise FileNotFoundError(f"multi30k: {file} is missing")
+    with gzip.open(file, "rt", encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.strip() for line in lines]
