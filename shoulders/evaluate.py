@@ -241,3 +241,32 @@ def nearest_neighbors(vectors: "torch.Tensor", words: "Sequence[str]", query: "s
         sims[qi] = float("-inf")
     top = torch.topk(sims, min(k, sims.numel() - (qi is not None and exclude_query)))
     return [(words[i], float(s)) for s, i in zip(top.values.tolist(), top.indices.tolist())]
+
+
+# -- translation: corpus BLEU (chapter 12) -------------------------------------------------------------------------
+def bleu(hypotheses: "Sequence[str | Sequence[str]]", references: "Sequence[str | Sequence[str]]",
+         lowercase: bool = False) -> float:
+    """Corpus BLEU (Papineni et al. 2002) of ``hypotheses`` against one reference each, computed by sacreBLEU
+    (Post 2018) with its defaults, returned as a float on the 0-100 scale.
+
+    BLEU = BP · exp(1/4 · sum_{n=1..4} log p_n): the n-gram precisions p_n are clipped counts summed over the whole
+    corpus (not averaged sentence scores), BP = min(1, exp(1 - r/c)) penalises a corpus shorter than its
+    references (r, c: total reference and hypothesis lengths).
+
+    **Tokenisation:** sacreBLEU's standard ``13a`` tokeniser (the one of WMT's ``mteval-v13a.pl``: punctuation
+    split off words) runs on each string; a hypothesis or reference given as a list of tokens is first joined with
+    single spaces. **Case:** case-sensitive by default, as sacreBLEU; ``lowercase=True`` lower-cases both sides
+    first (the book's Multi30k chapter lower-cases its text when tokenising, so its scores are case-insensitive
+    in effect). Scores from different tokenisations or casings are not comparable -- say which one you report.
+    """
+    import sacrebleu
+
+    def text(x: "str | Sequence[str]") -> str:
+        return x if isinstance(x, str) else " ".join(x)
+
+    hyps, refs = [text(h) for h in hypotheses], [text(r) for r in references]
+    if len(hyps) != len(refs):
+        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references: give one reference per hypothesis")
+    if not hyps:
+        raise ValueError("bleu needs at least one hypothesis")
+    return float(sacrebleu.corpus_bleu(hyps, [refs], lowercase=lowercase, tokenize="13a").score)
