@@ -269,4 +269,5 @@ def bleu(hypotheses: "Sequence[str | Sequence[str]]", references: "Sequence[str 
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references: give one reference per hypothesis")
     if not hyps:
         raise ValueError("bleu needs at least one hypothesis")
-    return float(sacrebleu.corpus_bleu(hyps, [refs], lowercase=lowercase, tokenize="13a").score)
+    # force=True: text that is already tokenised is scored as it is, without sacreBLEU's warning about it
+    return float(sacrebleu.corpus_bleu(hyps, [refs], lowercase=lowercase, tokenize="13a", force=True).score)
