@@ -331,7 +331,7 @@ class Word2VecConfig(Config):
     seed: int = 0
 
     presets: ClassVar = {
-        "smoke": dict(dim=50, window=5, negatives=5, sample=1e-3, min_count=3, epochs=2, train_tokens=200_000,
+        "smoke": dict(dim=50, window=5, negatives=5, sample=1e-3, min_count=3, epochs=5, train_tokens=200_000,
                       vocab_size=8_000),
         "cpu": dict(dim=100, window=5, negatives=5, sample=1e-3, min_count=5, epochs=5, vocab_size=28_000),
         # Mikolov et al. on text8 (demo-word.sh uses cbow, size 200, window 8, negative 25, sample 1e-4, iter 15)
