@@ -203,17 +203,57 @@ class ClassificationBatches:
 def train_classifier(model: FastTextClassifier, batches: Iterable[Any], cfg: "FastTextConfig | None" = None, *,
                      steps: int | None = None, progress: bool = True,
                      evaluate: Callable[[FastTextClassifier], Mapping[str, float]] | None = None,
-                     eval_every: int | None = None, device: Any = None, **fit_kwargs: Any) -> History:
-    """fastText's optimiser through :func:`shoulders.train.fit`: plain SGD at ``cfg.lr``, decayed linearly to 0
-    over ``steps`` (default ``cfg.epochs`` passes over ``batches``, e.g. a :class:`ClassificationBatches`)."""
-    from ..train.loop import fit
-    from ..train.schedules import linear_warmup_decay
+                     eval_every: int | None = None, device: Any = None) -> History:
+    """fastText's optimiser: plain SGD, the rate decayed linearly to 0 over ``steps`` (default ``cfg.epochs``
+    passes over ``batches``, e.g. a :class:`ClassificationBatches`). Returns a History with ``loss``, ``lr/0``
+    and ``time`` at every step, plus the ``evaluate`` metrics every ``eval_every`` steps.
+
+    ``cfg.lr`` is fastText's rate *per example* (it updates after every text); the model's loss is the mean over
+    a minibatch, so the optimiser's rate is ``cfg.lr * cfg.batch_size`` -- each example then moves the weights as
+    far as in fastText (at ``cfg.lr`` itself, a batch of 32 trains 32 times more slowly). The table A takes
+    *sparse* gradients during training (only the rows of the batch's words and bigrams are touched, as in
+    fastText): a dense step over millions of bucket rows would cost far more than the batch itself.
+    """
+    import time
+
+    from tqdm.auto import tqdm
 
     cfg = cfg or model.cfg
     total = int(steps) if steps is not None else cfg.epochs * len(batches)  # type: ignore[arg-type]
-    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr)
-    return fit(model, batches, opt, steps=total, schedule=linear_warmup_decay(0, total), progress=progress,
-               evaluate=evaluate, eval_every=eval_every, device=device, amp=False, seed=cfg.seed, **fit_kwargs)
+    if total < 1:
+        raise ValueError(f"steps must be >= 1, got {total}")
+    dev = torch.device(device) if device is not None else next(model.parameters()).device
+    model.to(dev).train()
+    lr0 = cfg.lr * cfg.batch_size
+    opt = torch.optim.SGD(model.parameters(), lr=lr0)
+    torch.manual_seed(cfg.seed)  # the shuffling of ClassificationBatches
+    history, step, start = History(), 0, time.perf_counter()
+    sparse_before, model.A.sparse = model.A.sparse, True
+    bar = tqdm(total=total, unit="step", disable=not progress, dynamic_ncols=True, desc="fastText")
+    try:
+        while step < total:
+            for batch in batches:
+                if step >= total:
+                    break
+                step += 1
+                lr = lr0 * (total - step) / total  # linear to 0 at the last step, as linear_warmup_decay(0, total)
+                for g in opt.param_groups:
+                    g["lr"] = lr
+                ids, offsets, labels = (t.to(dev) for t in batch)
+                opt.zero_grad(set_to_none=True)
+                loss = model(ids, offsets, labels)
+                loss.backward()
+                opt.step()
+                history.log(step, loss=float(loss.detach()), time=time.perf_counter() - start, **{"lr/0": lr})
+                bar.update(1)
+                if evaluate is not None and eval_every and step % eval_every == 0:
+                    history.log(step, **{k: float(v) for k, v in evaluate(model).items()})
+    finally:
+        model.A.sparse = sparse_before
+        bar.close()
+    if evaluate is not None and not (eval_every and step % eval_every == 0):
+        history.log(step, **{k: float(v) for k, v in evaluate(model).items()})
+    return history
 
 
 # -- (b) subword vectors ------------------------------------------------------------------------------------------
@@ -334,7 +374,7 @@ class SubwordConfig(Word2VecConfig):
     sample: float = 1e-4
 
     presets: ClassVar = {
-        "smoke": dict(dim=50, buckets=100_000, epochs=2, min_count=3, train_tokens=200_000, vocab_size=8_000),
+        "smoke": dict(dim=50, buckets=100_000, epochs=5, min_count=3, train_tokens=200_000, vocab_size=8_000),
         "cpu": dict(dim=100, buckets=200_000, epochs=5, vocab_size=28_000),
         # the paper: dim 300 and 2M buckets; fastText's defaults dim 100, and 500k buckets keep the table at 0.2 GB
         "full": dict(corpus="text8", dim=100, buckets=500_000, epochs=5, batch_words=1_000, vocab_size=71_290),
