@@ -229,7 +229,7 @@ def train_classifier(model: FastTextClassifier, batches: Iterable[Any], cfg: "Fa
     torch.manual_seed(cfg.seed)  # the shuffling of ClassificationBatches
     history, step, start = History(), 0, time.perf_counter()
     sparse_before, model.A.sparse = model.A.sparse, True
-    bar = tqdm(total=total, unit="step", disable=not progress, dynamic_ncols=True, desc="fastText")
+    bar = tqdm(total=total, unit="step", disable=not progress, dynamic_ncols=True, desc="fastText", mininterval=1.0)
     try:
         while step < total:
             for batch in batches:

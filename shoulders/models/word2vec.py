@@ -413,7 +413,8 @@ def train(model: Word2Vec, corpus: WordCorpus, cfg: Word2VecConfig | None = None
     noise_gen = torch.Generator(device=dev).manual_seed(cfg.seed + 7)
     history = History()
     bar = tqdm(total=planned if steps is None else steps, unit="word" if steps is None else "step",
-               unit_scale=True, disable=not progress, dynamic_ncols=True, desc=f"word2vec {cfg.arch}/{cfg.output}")
+               unit_scale=True, disable=not progress, dynamic_ncols=True, desc=f"word2vec {cfg.arch}/{cfg.output}",
+               mininterval=1.0)
     step, start, words, lr, ep = 0, time.perf_counter(), 0, cfg.lr, 0
     acc_loss, acc_n = 0.0, 0
     try:

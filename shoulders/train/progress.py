@@ -18,7 +18,10 @@ class ProgressBar:
         if enabled:
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=total, initial=initial, desc=desc, dynamic_ncols=True, smoothing=0.05)
+            # mininterval: at most one redraw a second -- in a notebook each redraw is a widget message, and a
+            # flood of them under load has made nbval give up waiting for a cell's output
+            self.bar = tqdm(total=total, initial=initial, desc=desc, dynamic_ncols=True, smoothing=0.05,
+                            mininterval=1.0)
 
     def update(self, loss: float, lr: float | None) -> None:
         if self.bar is None:
