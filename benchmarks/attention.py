@@ -34,7 +34,7 @@ import torch.nn as nn  # noqa: E402
 
 from shoulders.models.attention import MultiHeadAttention  # noqa: E402
 from shoulders.models.tdmca import LocalAttention, MemoryCompressedAttention  # noqa: E402
-from shoulders.models.transformer_blocks import BlockConfig, EncoderLayer  # noqa: E402
+from shoulders.models.transformer_blocks import BlockConfig, EncoderLayer, copy_into_torch_encoder_layer  # noqa: E402
 
 
 def sync(device: torch.device) -> None:
@@ -78,17 +78,6 @@ def peak_bytes(fn: Callable[[], None], device: torch.device) -> int:
     return peak
 
 
-def copy_into_torch_layer(ours: EncoderLayer, ref: nn.TransformerEncoderLayer) -> None:
-    with torch.no_grad():
-        ref.self_attn.in_proj_weight.copy_(ours.self_attn.qkv.weight)
-        ref.self_attn.in_proj_bias.copy_(ours.self_attn.qkv.bias)
-        ref.self_attn.out_proj.load_state_dict(ours.self_attn.out.state_dict())
-        ref.linear1.load_state_dict(ours.ffn.w1.state_dict())
-        ref.linear2.load_state_dict(ours.ffn.w2.state_dict())
-        ref.norm1.load_state_dict(ours.norm1.state_dict())
-        ref.norm2.load_state_dict(ours.norm2.state_dict())
-
-
 def bench_layer(args: argparse.Namespace, device: torch.device) -> None:
     d, h, ff, B, T = args.d_model, args.heads, args.d_ff, args.batch, args.seq
     print(f"== encoder layer, forward + backward: d_model {d}, heads {h}, d_ff {ff}, batch {B} x {T} tokens, "
@@ -101,7 +90,7 @@ def bench_layer(args: argparse.Namespace, device: torch.device) -> None:
         ours = EncoderLayer(BlockConfig(d, h, ff, dropout=0.1, norm_first=norm_first)).to(device).train()
         ref = nn.TransformerEncoderLayer(d, h, ff, dropout=0.1, batch_first=True, norm_first=norm_first)
         ref = ref.to(device).train()
-        copy_into_torch_layer(ours, ref)
+        copy_into_torch_encoder_layer(ours, ref)
 
         def run_ours() -> None:
             ours(x, mask=keep[:, None, None, :])[0].sum().backward()

@@ -13,7 +13,7 @@ from shoulders.config import ConfigError
 from shoulders.models.attention import KVCache
 from shoulders.models.transformer import Transformer, TransformerConfig, label_smoothing_loss
 from shoulders.models.transformer_blocks import (BlockConfig, Encoder, EncoderLayer, LearnedPositions,
-                                                 SinusoidalPositions, sinusoidal_encoding)
+                                                 SinusoidalPositions, copy_into_torch_encoder_layer, sinusoidal_encoding)
 from shoulders.models.transformer_decode import beam_search, greedy_decode, length_penalty
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -70,15 +70,10 @@ def test_encoder_layer_equals_torch_transformer_encoder_layer(norm_first, activa
     ref = nn.TransformerEncoderLayer(16, 4, 24, dropout=0.0, activation=activation, batch_first=True,
                                      norm_first=norm_first).eval()
     with torch.no_grad():
-        ref.self_attn.in_proj_weight.copy_(ours.self_attn.qkv.weight)
-        ref.self_attn.in_proj_bias.copy_(ours.self_attn.qkv.bias)
-        ref.self_attn.out_proj.load_state_dict(ours.self_attn.out.state_dict())
-        ref.linear1.load_state_dict(ours.ffn.w1.state_dict())
-        ref.linear2.load_state_dict(ours.ffn.w2.state_dict())
         for n in (1, 2):  # give the norms non-trivial scales so their place matters
             getattr(ours, f"norm{n}").weight.uniform_(0.5, 1.5)
             getattr(ours, f"norm{n}").bias.uniform_(-0.5, 0.5)
-            getattr(ref, f"norm{n}").load_state_dict(getattr(ours, f"norm{n}").state_dict())
+    copy_into_torch_encoder_layer(ours, ref)
     x = torch.randn(2, 5, 16)
     keep = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
     y, _ = ours(x, mask=keep[:, None, None, :])

@@ -222,12 +222,16 @@ class RecurrentLM(nn.Module):
         clusters = [torch.logsumexp(log_p[a:b], 0) for a, b in zip(edges[:-1], edges[1:])]
         self.out.head.bias.copy_(torch.cat([log_p[: edges[0]], torch.stack(clusters)]).to(self.out.head.bias.dtype))
 
+    def hidden(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
+        """The top layer's outputs (after dropout) that the output layer reads: x (B, T) -> ((B, T, H), state)."""
+        h, state = self.recurrent(self.drop(self.embed(x)), state)  # (B, T, H)
+        return self.drop(h), state
+
     def logits(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
         """Next-token logits for every position. x: (B, T) ids -> ((B, T, |V|), the final state).
 
         With the adaptive softmax these are the normalised log-probabilities (softmax leaves them unchanged)."""
-        h, state = self.recurrent(self.drop(self.embed(x)), state)  # (B, T, H)
-        h = self.drop(h)
+        h, state = self.hidden(x, state)  # (B, T, H)
         if self.adaptive:
             return self.out.log_prob(h.flatten(0, 1)).view(*h.shape[:2], -1), state
         return self.out(h), state
@@ -241,8 +245,8 @@ class RecurrentLM(nn.Module):
         logged) and :class:`CarryState` uses.
         """
         if self.adaptive:  # the adaptive softmax scores only the targets' clusters: no (B, T, |V|) tensor
-            h, new = self.recurrent(self.drop(self.embed(x)), state)  # (B, T, H)
-            loss = self.out(self.drop(h).flatten(0, 1), y.flatten()).loss
+            h, new = self.hidden(x, state)  # (B, T, H)
+            loss = self.out(h.flatten(0, 1), y.flatten()).loss
         else:
             logits, new = self.logits(x, state)
             loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())

@@ -31,7 +31,7 @@ from ..config import ConfigError
 from .attention import KVCache, MultiHeadAttention
 
 __all__ = ["ACTIVATIONS", "BlockConfig", "Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward",
-           "LearnedPositions", "SinusoidalPositions", "sinusoidal_encoding"]
+           "LearnedPositions", "SinusoidalPositions", "copy_into_torch_encoder_layer", "sinusoidal_encoding"]
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": F.relu,                                          # the paper's max(0, .)
@@ -229,3 +229,16 @@ class Decoder(nn.Module):
 def scaled_embedding(ids: torch.Tensor, embed: nn.Embedding) -> torch.Tensor:
     """§3.4: "we multiply those weights by sqrt(d_model)" -- ``(B, T) -> (B, T, d)``."""
     return embed(ids) * math.sqrt(embed.embedding_dim)
+
+
+@torch.no_grad()
+def copy_into_torch_encoder_layer(ours: "EncoderLayer", ref: nn.TransformerEncoderLayer) -> None:
+    """Copy our encoder layer's weights into ``torch.nn.TransformerEncoderLayer`` (same sizes), so the two can be
+    compared output for output (tests) and step for step (benchmarks/attention.py)."""
+    ref.self_attn.in_proj_weight.copy_(ours.self_attn.qkv.weight)
+    ref.self_attn.in_proj_bias.copy_(ours.self_attn.qkv.bias)
+    ref.self_attn.out_proj.load_state_dict(ours.self_attn.out.state_dict())
+    ref.linear1.load_state_dict(ours.ffn.w1.state_dict())
+    ref.linear2.load_state_dict(ours.ffn.w2.state_dict())
+    ref.norm1.load_state_dict(ours.norm1.state_dict())
+    ref.norm2.load_state_dict(ours.norm2.state_dict())
