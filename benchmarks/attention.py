@@ -1,7 +1,8 @@
 """Attention benchmark: our encoder layer against torch's, and T-DMCA against full attention on long sequences.
 
-    python benchmarks/attention.py                               # both parts, sizes for a CPU
-    python benchmarks/attention.py --lengths 512 1024 2048 4096 8192 --device cuda
+    python benchmarks/attention.py                               # both parts, lengths 512 ... 8192
+    python benchmarks/attention.py --device cuda
+    python benchmarks/attention.py --part long --lengths 512 1024 2048   # a quicker look
     python benchmarks/attention.py --part layer --batch 64 --seq 128
 
 Runs on one CPU thread unless ``--threads`` says otherwise (a GPU uses its own kernels).
@@ -154,8 +155,7 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--seq", type=int, default=32)
     p.add_argument("--repeats", type=int, default=10)
-    p.add_argument("--lengths", type=int, nargs="+", default=None,
-                   help="default 512 1024 2048 on a CPU, 512 ... 8192 on a GPU")
+    p.add_argument("--lengths", type=int, nargs="+", default=[512, 1024, 2048, 4096, 8192])
     p.add_argument("--long-d-model", type=int, default=256)
     p.add_argument("--long-heads", type=int, default=4)
     p.add_argument("--block", type=int, default=256)
@@ -164,8 +164,6 @@ def main() -> None:
     args = p.parse_args()
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
-    if args.lengths is None:
-        args.lengths = [512, 1024, 2048] if device.type == "cpu" else [512, 1024, 2048, 4096, 8192]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU thread(s)")
     if args.part in ("layer", "all"):
         bench_layer(args, device)

@@ -40,7 +40,7 @@ class LBLConfig(NGramLMConfig):
     emb_dim: int = 100  # d
 
     presets: ClassVar = {
-        "smoke": dict(n=5, emb_dim=64, batch_size=256, steps=300, warmup=20, lr=1e-2, weight_decay=0.0,
+        "smoke": dict(n=5, emb_dim=64, batch_size=256, steps=200, warmup=20, lr=1e-2, weight_decay=0.0,
                       max_vocab=10_000, train_tokens=200_000, eval_tokens=20_000),
         "cpu": dict(n=5, emb_dim=100, batch_size=256, steps=1_500, warmup=100, lr=3e-3, weight_decay=0.0),
         # Mnih & Hinton 2007: 100-dimensional representations and a context of a few words (AP News)

@@ -131,7 +131,7 @@ class NNLMConfig(NGramLMConfig):
 
     presets: ClassVar = {
         # smoke and cpu leave out W: with (n-1)m > h it costs several times the rest of the output layer
-        "smoke": dict(n=5, emb_dim=32, hidden=64, direct=False, batch_size=256, steps=300, warmup=20, lr=1e-2,
+        "smoke": dict(n=5, emb_dim=32, hidden=64, direct=False, batch_size=256, steps=200, warmup=20, lr=1e-2,
                       max_vocab=10_000, train_tokens=200_000, eval_tokens=20_000),
         "cpu": dict(n=5, emb_dim=60, hidden=100, direct=False, batch_size=256, steps=2_000, warmup=100, lr=3e-3),
         # the paper's range: n = 5-6, m = 30-100, h = 50-100, with W; ~5 epochs of WikiText-2 (they trained ~5)
