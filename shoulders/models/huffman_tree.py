@@ -161,20 +161,19 @@ class HierarchicalSoftmax(nn.Module):
         mask = self.path_mask[y]  # (B, L)
         b, l = mask.nonzero(as_tuple=True)  # (n,): only the real steps of each path, not the padding
         rows = self.points[y[b], l]  # (n,) the inner nodes visited
-        V_n = self.weight[rows]  # (n, d)
-        x = (V_n * h[b]).sum(1)  # (n,)
+        V_n, h_n = self.weight[rows], h[b]  # (n, d) each
+        x = torch.linalg.vecdot(V_n, h_n)  # (n,): v'^T h
         code = self.codes[y[b], l].to(h.dtype)  # (n,)
         loss = -F.logsigmoid((1.0 - 2.0 * code) * x).sum()
         dx = torch.sigmoid(x) - (1.0 - code)  # (n,)
-        dh = torch.zeros_like(h).index_add_(0, b, dx[:, None] * V_n)  # (B, d), from the old v'
-        grads = dx[:, None] * h[b]  # (n, d)
+        dh = torch.zeros_like(h).index_add_(0, b, V_n * dx[:, None])  # (B, d), from the old v'
         damp_shared = self.damp_shared if damp_shared is None else damp_shared
         if damp_shared:
             # every path starts at the root, so near the root one batch holds hundreds of updates to the same
             # vector, all computed from its old value; summed they overshoot and diverge (word2vec.c applies them
             # one by one, each seeing the last). Dividing a node's sum by sqrt(visits) keeps its step bounded
             # like a sum of random terms; a node visited once takes exactly the plain SGD step.
-            visits = torch.bincount(rows, minlength=self.weight.shape[0]).to(grads.dtype)  # (V-1,)
-            grads = grads / visits[rows, None].sqrt()
-        self.weight.index_add_(0, rows, grads, alpha=-lr)
+            visits = torch.bincount(rows, minlength=self.weight.shape[0]).to(dx.dtype)  # (V-1,)
+            dx = dx / visits[rows].sqrt()  # (n,): scaling the scalar, not the (n, d) gradient
+        self.weight.index_add_(0, rows, h_n * dx[:, None], alpha=-lr)  # v' -= lr * dx * h
         return loss, dh
