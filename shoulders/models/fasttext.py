@@ -35,6 +35,7 @@ from ..text.vocab import Vocab
 from ..train.history import History
 from .huffman_tree import HierarchicalSoftmax, huffman_tree
 from .negative_sampling import NegativeSampler, NegativeSampling
+from .sparse_rows import add_rows_
 from .word2vec import Word2VecConfig, WordCorpus, zipf_counts
 
 __all__ = ["ClassificationBatches", "FastTextClassifier", "FastTextConfig", "SubwordConfig", "SubwordSkipGram",
@@ -349,7 +350,7 @@ class SubwordSkipGram(nn.Module):
         h = self.embed(ids, offsets)  # (B, d), the mean of each bag's rows
         loss, dh = self.out.sgd_step(h, y, lr, **out_kwargs)
         lengths = self.bag_lengths[x]  # (B,)
-        self.embed.weight.index_add_(0, ids, dh.repeat_interleave(lengths, 0), alpha=-lr)  # (sum |bag|, d)
+        add_rows_(self.embed.weight, ids, dh.repeat_interleave(lengths, 0), alpha=-lr)  # (sum |bag|, d)
         return loss
 
     @torch.no_grad()

@@ -27,6 +27,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .sparse_rows import add_rows_, take_rows
+
 __all__ = ["HierarchicalSoftmax", "HuffmanTree", "huffman_tree"]
 
 
@@ -161,12 +163,12 @@ class HierarchicalSoftmax(nn.Module):
         mask = self.path_mask[y]  # (B, L)
         b, l = mask.nonzero(as_tuple=True)  # (n,): only the real steps of each path, not the padding
         rows = self.points[y[b], l]  # (n,) the inner nodes visited
-        V_n, h_n = self.weight[rows], h[b]  # (n, d) each
+        V_n, h_n = take_rows(self.weight, rows), take_rows(h, b)  # (n, d) each
         x = torch.linalg.vecdot(V_n, h_n)  # (n,): v'^T h
         code = self.codes[y[b], l].to(h.dtype)  # (n,)
         loss = -F.logsigmoid((1.0 - 2.0 * code) * x).sum()
         dx = torch.sigmoid(x) - (1.0 - code)  # (n,)
-        dh = torch.zeros_like(h).index_add_(0, b, V_n * dx[:, None])  # (B, d), from the old v'
+        dh = add_rows_(torch.zeros_like(h), b, V_n * dx[:, None])  # (B, d), from the old v'
         damp_shared = self.damp_shared if damp_shared is None else damp_shared
         if damp_shared:
             # every path starts at the root, so near the root one batch holds hundreds of updates to the same
@@ -175,5 +177,5 @@ class HierarchicalSoftmax(nn.Module):
             # like a sum of random terms; a node visited once takes exactly the plain SGD step.
             visits = torch.bincount(rows, minlength=self.weight.shape[0]).to(dx.dtype)  # (V-1,)
             dx = dx / visits[rows].sqrt()  # (n,): scaling the scalar, not the (n, d) gradient
-        self.weight.index_add_(0, rows, h_n * dx[:, None], alpha=-lr)  # v' -= lr * dx * h
+        add_rows_(self.weight, rows, h_n * (-lr * dx)[:, None])  # v' -= lr * dx * h
         return loss, dh

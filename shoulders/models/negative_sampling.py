@@ -26,6 +26,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .sparse_rows import add_rows_, take_rows
+
 __all__ = ["NegativeSampler", "NegativeSampling", "keep_probability", "noise_distribution", "subsample"]
 
 
@@ -150,13 +152,13 @@ class NegativeSampling(nn.Module):
             noise = self.sampler.sample((nG, self.k))  # (nG, k)
         if noise.shape[0] != nG:
             raise ValueError(f"noise must have ceil(B / group) = {nG} rows, got {noise.shape[0]}")
-        U_pos = self.weight[y]  # (B, d)
+        U_pos = take_rows(self.weight, y)  # (B, d)
         x_pos = (U_pos * h).sum(1)  # (B,)
         pad = Bp - B
         hp = torch.cat([h, h.new_zeros(pad, d)]) if pad else h  # (Bp, d)
         yp = torch.cat([y, y.new_full((pad,), -1)]) if pad else y  # (Bp,)
         hg = hp.view(G, nG, d).transpose(0, 1)  # (nG, G, d): group g holds examples g, g + nG, g + 2 nG, ...
-        U_neg = self.weight[noise]  # (nG, k, d)
+        U_neg = take_rows(self.weight, noise)  # (nG, k, d)
         x_neg = torch.bmm(hg, U_neg.transpose(1, 2))  # (nG, G, k)
         keep = noise[:, None, :] != yp.view(G, nG).T[:, :, None]  # (nG, G, k): skip a draw equal to the target
         if pad:
@@ -166,8 +168,8 @@ class NegativeSampling(nn.Module):
         dx_neg = torch.sigmoid(x_neg) * keep  # (nG, G, k)
         dh_neg = torch.bmm(dx_neg, U_neg).transpose(0, 1).reshape(Bp, d)[:B]  # (B, d)
         dh = dx_pos[:, None] * U_pos + dh_neg  # (B, d), from the old v'
-        dU_neg = torch.bmm(dx_neg.transpose(1, 2), hg)  # (nG, k, d)
-        rows = torch.cat([y, noise.reshape(-1)])
-        grads = torch.cat([dx_pos[:, None] * h, dU_neg.reshape(-1, d)])
-        self.weight.index_add_(0, rows, grads, alpha=-lr)
+        # v' -= lr * dL/dv': the step size goes into the per-score factors, not into (n, d) gradients
+        add_rows_(self.weight, y, h * (-lr * dx_pos)[:, None])  # (B, d) positive targets
+        step_neg = torch.bmm((-lr * dx_neg).transpose(1, 2), hg)  # (nG, k, d): summed over each group
+        add_rows_(self.weight, noise.reshape(-1), step_neg.reshape(-1, d))
         return loss, dh

@@ -20,8 +20,8 @@ sec. 4.2 "we randomly choose R in range <1; C>"), and plain SGD whose learning r
 
 Speed comes from batches, not from a loop per token: :class:`Word2VecBatches` cuts an epoch into chunks of
 ``batch_words`` tokens and builds all (centre, context) pairs of a chunk with tensor ops; :func:`train` applies
-word2vec.c's update rules to the whole batch at once with ``index_add_`` (gradients written by hand, checked
-against autograd in the tests). The module's ``forward`` returns the loss too, so :func:`shoulders.train.fit`
+word2vec.c's update rules to the whole batch at once with scatter-adds (``sparse_rows``; gradients written by
+hand, checked against autograd in the tests). The module's ``forward`` returns the loss too, so :func:`shoulders.train.fit`
 can train it with any optimiser.
 
 What batching changes, and how it is kept in check. word2vec.c updates after every pair, so each update sees the
@@ -52,6 +52,7 @@ from ..text.vocab import Vocab
 from ..train.history import History
 from .huffman_tree import HierarchicalSoftmax, huffman_tree
 from .negative_sampling import NegativeSampler, NegativeSampling, keep_probability, subsample
+from .sparse_rows import add_rows_, take_rows
 
 __all__ = ["FullSoftmax", "Word2Vec", "Word2VecBatches", "Word2VecConfig", "WordCorpus", "corpus_lines",
            "dynamic_window", "output_layer", "prepare_corpus", "train", "window_pairs", "zipf_counts"]
@@ -289,12 +290,12 @@ class Word2Vec(nn.Module):
         loss, dh = self.out.sgd_step(h, y, lr, **out_kwargs)
         W = self.embed.weight
         if self.arch == "sg":
-            W.index_add_(0, x, dh, alpha=-lr)
+            add_rows_(W, x, dh, alpha=-lr)
         else:
             m = torch.ones_like(x, dtype=torch.bool) if mask is None else mask.bool()  # (B, 2w)
             share = dh / m.sum(1, keepdim=True).clamp(min=1)  # (B, d)
             rows = m.nonzero(as_tuple=True)
-            W.index_add_(0, x[rows], share[rows[0]], alpha=-lr)
+            add_rows_(W, x[rows], take_rows(share, rows[0]), alpha=-lr)
         return loss
 
     def vectors(self) -> torch.Tensor:
