@@ -13,7 +13,8 @@ from shoulders.config import ConfigError
 from shoulders.models.attention import KVCache
 from shoulders.models.transformer import Transformer, TransformerConfig, label_smoothing_loss
 from shoulders.models.transformer_blocks import (BlockConfig, Encoder, EncoderLayer, LearnedPositions,
-                                                 SinusoidalPositions, copy_into_torch_encoder_layer, sinusoidal_encoding)
+                                                 SinusoidalPositions, copy_into_torch_encoder_layer,
+                                                 sinusoidal_encoding)
 from shoulders.models.transformer_decode import beam_search, greedy_decode, length_penalty
 
 pytestmark = pytest.mark.usefixtures("one_thread")

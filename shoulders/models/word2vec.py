@@ -21,8 +21,8 @@ sec. 4.2 "we randomly choose R in range <1; C>"), and plain SGD whose learning r
 Speed comes from batches, not from a loop per token: :class:`Word2VecBatches` cuts an epoch into chunks of
 ``batch_words`` tokens and builds all (centre, context) pairs of a chunk with tensor ops; :func:`train` applies
 word2vec.c's update rules to the whole batch at once with scatter-adds (``sparse_rows``; gradients written by
-hand, checked against autograd in the tests). The module's ``forward`` returns the loss too, so :func:`shoulders.train.fit`
-can train it with any optimiser.
+hand, checked against autograd in the tests). The module's ``forward`` returns the loss too, so
+:func:`shoulders.train.fit` can train it with any optimiser.
 
 What batching changes, and how it is kept in check. word2vec.c updates after every pair, so each update sees the
 previous one; a batch computes all its updates from the same old vectors and sums them. For most rows that is
