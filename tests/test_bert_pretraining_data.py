@@ -1,0 +1,135 @@
+"""BERT's pre-training data: the 15% / 80-10-10 masking and the 50/50 next-sentence pairs, measured on large
+samples (Devlin et al. 2019, §3.1 and Appendix A.1)."""
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+
+from shoulders.text.bert_inputs import collate, pack
+from shoulders.text.masking import IGNORE, mask_tokens
+from shoulders.text.nsp_pairs import IS_NEXT, NOT_NEXT, nsp_pairs, wikitext_detokenize, wikitext_documents
+
+MASK, V, SPECIALS = 4, 1000, 5
+
+
+def _within(observed: float, p: float, n: int, sigmas: float = 5.0) -> bool:
+    """``observed`` is within ``sigmas`` binomial standard deviations of ``p`` for ``n`` trials."""
+    return abs(observed - p) <= sigmas * math.sqrt(p * (1 - p) / n)
+
+
+@pytest.fixture(scope="module")
+def masked():
+    g = torch.Generator().manual_seed(0)
+    B, T = 2_000, 100
+    ids = torch.randint(SPECIALS, V, (B, T), generator=g)
+    lengths = torch.randint(10, T + 1, (B,), generator=g)
+    maskable = torch.arange(T)[None, :] < lengths[:, None]  # (B, T)
+    ids[~maskable] = 0
+    out, labels = mask_tokens(ids, maskable, MASK, V, first_random_id=SPECIALS, generator=g)
+    return ids, maskable, out, labels
+
+
+def test_exactly_15_percent_of_each_sequence_is_chosen(masked):
+    ids, maskable, out, labels = masked
+    chosen = labels != IGNORE
+    n = maskable.sum(1)
+    expected = torch.clamp(torch.round(n * 0.15), min=1)
+    assert torch.equal(chosen.sum(1), expected)
+    assert not (chosen & ~maskable).any(), "padding / special positions must never be chosen"
+    assert torch.equal(labels[chosen], ids[chosen]), "labels must be the original tokens"
+
+
+def test_80_10_10_replacement(masked):
+    ids, maskable, out, labels = masked
+    chosen = labels != IGNORE
+    n = int(chosen.sum())
+    is_mask = (out == MASK) & chosen
+    same = (out == ids) & chosen
+    other = chosen & ~is_mask & ~same
+    # a random replacement equals the original with probability 1/(V - SPECIALS): count those as "random" too
+    p_same = 0.1 + 0.1 / (V - SPECIALS)
+    assert _within(float(is_mask.sum()) / n, 0.8, n)
+    assert _within(float(same.sum()) / n, p_same, n)
+    assert _within(float(other.sum()) / n, 0.1 - 0.1 / (V - SPECIALS), n)
+    assert torch.equal(out[~chosen], ids[~chosen]), "unchosen tokens must be left alone"
+    assert int(out[other].min()) >= SPECIALS, "random replacements must not be special tokens"
+
+
+def test_random_replacements_are_uniform(masked):
+    ids, maskable, out, labels = masked
+    other = (labels != IGNORE) & (out != MASK) & (out != ids)
+    counts = torch.bincount(out[other], minlength=V)[SPECIALS:].float()
+    # a chi-square statistic far below a skewed generator's: mean (V - SPECIALS - 1), sd ~ sqrt(2 (V - SPECIALS))
+    expected = counts.sum() / counts.numel()
+    chi2 = float(((counts - expected) ** 2 / expected).sum())
+    assert chi2 < (V - SPECIALS) + 6 * math.sqrt(2 * (V - SPECIALS))
+
+
+def test_mask_tokens_rejects_bad_input():
+    ids = torch.zeros(2, 5, dtype=torch.long)
+    with pytest.raises(ValueError, match="shape"):
+        mask_tokens(ids, torch.ones(2, 4, dtype=torch.bool), MASK, V)
+    with pytest.raises(ValueError, match="mask_prob"):
+        mask_tokens(ids, torch.ones(2, 5, dtype=torch.bool), MASK, V, mask_prob=1.5)
+
+
+@pytest.fixture(scope="module")
+def documents():
+    docs = wikitext_documents("train")
+    return [[s.split() for s in d] for d in docs]
+
+
+def test_wikitext_documents_are_articles_of_sentences(documents):
+    assert 580 <= len(documents) <= 700  # ~600 articles; the heading heuristic finds 629
+    assert all(d and all(s for s in d) for d in documents)
+    words = sum(len(s) for d in documents for s in d)
+    assert 1_900_000 < words < 2_100_000  # the 2.05M-word train split minus headings
+    assert wikitext_detokenize("3 @,@ 000 <unk> high @-@ speed") == "3,000 [UNK] high-speed"
+
+
+def test_nsp_pairs_half_are_next_and_are_contiguous(documents):
+    pairs = nsp_pairs(documents, 128, rng=random.Random(0))
+    n = len(pairs)
+    assert n > 15_000
+    share = sum(p.label == IS_NEXT for p in pairs) / n
+    assert _within(share, 0.5, n), f"IsNext share {share:.3f} over {n} pairs"
+    text = {d: " ".join(t for s in doc for t in s) for d, doc in enumerate(documents)}
+    whole = " \n ".join(text.values())
+    rng = random.Random(1)
+    for p in rng.sample(pairs, 300):
+        joined = " ".join(p.a + p.b)
+        if p.label == IS_NEXT:
+            assert joined in whole, "IsNext: B must continue A in the same document"
+        else:
+            assert " ".join(p.a) in whole and " ".join(p.b) in whole
+
+
+def test_nsp_not_next_comes_from_another_document():
+    docs = [[[d * 100 + i, d * 100 + i] for i in range(6)] for d in range(5)]  # tokens name their document
+    pairs = nsp_pairs(docs, 8, rng=random.Random(0))
+    for p in pairs:
+        same_doc = {t // 100 for t in p.a} == {t // 100 for t in p.b}
+        assert same_doc == (p.label == IS_NEXT)
+    assert {p.label for p in pairs} == {IS_NEXT, NOT_NEXT}
+
+
+def test_packed_pairs_fit_and_carry_segments(documents):
+    index: dict[str, int] = {}
+    docs = [[[index.setdefault(t, len(index) + 5) for t in s] for s in d] for d in documents[:50]]  # words -> ids
+    pairs = nsp_pairs(docs, 64, rng=random.Random(0))
+    feats = []
+    for p in pairs:
+        ids, seg = pack(p.a, p.b, 2, 3, 64)
+        assert len(ids) <= 64 and ids[0] == 2 and ids[-1] == 3 and ids.count(3) == 2
+        assert seg == [0] * (ids.index(3) + 1) + [1] * (len(ids) - ids.index(3) - 1)
+        feats.append({"input_ids": ids, "token_type_ids": seg})
+    b = collate(feats[:8], 0)
+    assert b["input_ids"].shape == b["token_type_ids"].shape == b["attention_mask"].shape
+
+
+def test_nsp_pairs_needs_two_documents():
+    with pytest.raises(ValueError, match="two documents"):
+        nsp_pairs([[[1, 2], [3, 4]]], 16)
