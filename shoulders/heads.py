@@ -1,0 +1,241 @@
+"""Task heads on a pretrained encoder: the small layers fine-tuning adds (Devlin et al. 2019, §4, Figure 4).
+
+BERT adapts one pretrained network to every task by adding a single output layer on top of it and training
+everything end to end; GPT does the same with a linear layer over the last token (Radford et al. 2018, §3.3).
+Figure 4 of the BERT paper shows the four shapes used here:
+
+* (a, b) sentence / sentence-pair classification (MNLI, SST-2, ...): a classifier on the ``[CLS]`` summary,
+  :class:`SequenceClassifier`;
+* (c) question answering (SQuAD): a start and an end vector scored against every token, :class:`SpanExtractor`
+  and :func:`best_span`;
+* (d) single-sentence tagging (NER): a classifier on every token, :class:`TokenTagger`;
+* and SWAG (§4.4): each candidate continuation packed with the context and scored by a vector on ``[CLS]``,
+  :class:`MultipleChoice`.
+
+Every head works with any encoder that follows one small protocol (BERT's
+:class:`shoulders.models.bert.BertModel` does; so can GPT or ELMo wrappers)::
+
+    out = encoder(input_ids, token_type_ids=None, attention_mask=None)   # input_ids (B, T)
+    out.hidden   # (B, T, d)  the top layer's vector for every token
+    out.pooled   # (B, d)     the sequence summary (BERT: tanh(W h_[CLS] + b))
+    encoder.d_model == d
+
+Given labels a head returns ``{"loss", "acc", "logits"}`` (what :func:`shoulders.train.fit` logs: the scalars);
+without labels it returns the logits. :func:`set_trainable` switches between the three ways to use a pretrained
+model: frozen features, fine-tuning everything, or only the top layers.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .train.param_groups import freeze, trainable, unfreeze
+
+__all__ = ["MultipleChoice", "SequenceClassifier", "SpanExtractor", "TokenTagger", "best_span", "set_trainable"]
+
+IGNORE = -100  # label of a position that is not scored (padding, special tokens, non-first word pieces)
+
+
+def _output_layer(d_in: int, d_out: int) -> nn.Linear:
+    """A Linear with weights N(0, 0.02²) and bias 0: BERT's released code (``initializer_range``) and GPT
+    (Radford et al. 2018, §4.1) initialise this way."""
+    layer = nn.Linear(d_in, d_out)
+    nn.init.normal_(layer.weight, mean=0.0, std=0.02)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def _masked_min(logits: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+    """``logits`` with the positions where ``keep`` is False set to the dtype's most negative finite value.
+
+    A finite value (not -inf) keeps softmax and cross-entropy free of NaN even for a row with nothing kept.
+    """
+    if keep is None:
+        return logits
+    return logits.masked_fill(~keep.bool(), torch.finfo(logits.dtype).min)
+
+
+class SequenceClassifier(nn.Module):
+    """One label per sequence or sequence pair from the pooled ``[CLS]`` vector (Devlin et al. 2019, §4.1,
+    Figure 4a-b): P(c | x) = softmax(C W^T), C = pooled (B, d), W (K, d)."""
+
+    def __init__(self, encoder: nn.Module, n_classes: int, dropout: float = 0.1):
+        super().__init__()
+        self.encoder = encoder
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = _output_layer(encoder.d_model, n_classes)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None) -> torch.Tensor | dict[str, torch.Tensor]:
+        out = self.encoder(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+        logits = self.classifier(self.dropout(out.pooled))  # (B, K)
+        if labels is None:
+            return logits
+        return {"loss": F.cross_entropy(logits, labels),
+                "acc": (logits.argmax(-1) == labels).float().mean(), "logits": logits}
+
+
+class TokenTagger(nn.Module):
+    """A tag for every token from its top-layer vector (Devlin et al. 2019, §5.3, Figure 4d).
+
+    BERT labels only the first WordPiece of each word; the other pieces (and padding, ``[CLS]``, ``[SEP]``)
+    carry the label ``-100`` and are left out of the loss and the accuracy.
+    """
+
+    def __init__(self, encoder: nn.Module, n_tags: int, dropout: float = 0.1):
+        super().__init__()
+        self.encoder = encoder
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = _output_layer(encoder.d_model, n_tags)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None) -> torch.Tensor | dict[str, torch.Tensor]:
+        out = self.encoder(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+        logits = self.classifier(self.dropout(out.hidden))  # (B, T, K)
+        if labels is None:
+            return logits
+        scored = labels != IGNORE  # (B, T)
+        loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE)
+        hits = (logits.argmax(-1) == labels) & scored  # (B, T)
+        acc = hits.sum().float() / scored.sum().clamp(min=1)
+        return {"loss": loss, "acc": acc, "logits": logits}
+
+
+class SpanExtractor(nn.Module):
+    """Answer span = (start, end) over the tokens (Devlin et al. 2019, §4.2, Figure 4c).
+
+    A start vector S and an end vector E (the two rows of one Linear(d, 2)) score every token:
+    P_i^start = softmax_i(S · T_i), P_j^end = softmax_j(E · T_j). Training maximises the log-likelihood of the
+    correct start and end, loss = (CE(start) + CE(end)) / 2; a span (i, j) scores S · T_i + E · T_j with j >= i,
+    found by :func:`best_span`. Positions outside ``attention_mask`` (padding) get the most negative finite
+    logit. Google's ``run_squad.py`` puts no dropout here, so the default is 0.
+    """
+
+    def __init__(self, encoder: nn.Module, dropout: float = 0.0):
+        super().__init__()
+        self.encoder = encoder
+        self.dropout = nn.Dropout(dropout)
+        self.qa_outputs = _output_layer(encoder.d_model, 2)  # rows: S, E
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None, start_positions: torch.Tensor | None = None,
+                end_positions: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor] | dict[str, Any]:
+        out = self.encoder(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+        logits = self.qa_outputs(self.dropout(out.hidden))  # (B, T, 2)
+        start = _masked_min(logits[..., 0], attention_mask)  # (B, T)
+        end = _masked_min(logits[..., 1], attention_mask)  # (B, T)
+        if start_positions is None and end_positions is None:
+            return start, end
+        if start_positions is None or end_positions is None:
+            raise ValueError("give both start_positions and end_positions, or neither")
+        loss = (F.cross_entropy(start, start_positions) + F.cross_entropy(end, end_positions)) / 2
+        acc = ((start.argmax(-1) == start_positions) & (end.argmax(-1) == end_positions)).float().mean()
+        return {"loss": loss, "acc": acc, "start_logits": start, "end_logits": end}
+
+
+@torch.no_grad()
+def best_span(start_logits: torch.Tensor, end_logits: torch.Tensor, allowed: torch.Tensor | None = None,
+              max_answer_len: int = 30) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The span (i, j) maximising s_i + e_j with i <= j < i + ``max_answer_len``, both in ``allowed``
+    (Devlin et al. 2019, §4.2; the length cap is ``max_answer_length`` of Google's ``run_squad.py``).
+
+    Args:
+        start_logits, end_logits: (B, T).
+        allowed: (B, T) bool, True where a token may be part of the answer -- the caller marks the context's
+            tokens (not the question, ``[CLS]``, ``[SEP]`` or padding). ``None`` allows every position.
+        max_answer_len: the longest span, in tokens.
+
+    Returns:
+        ``start`` (B,), ``end`` (B,) long, and ``score`` (B,) = s_start + e_end in float32 (``-inf`` for a row
+        with no allowed position, whose span is then (0, 0)). Ties go to the smallest (start, end).
+    """
+    if max_answer_len < 1:
+        raise ValueError(f"max_answer_len must be >= 1, got {max_answer_len}")
+    B, T = start_logits.shape
+    s, e = start_logits.float(), end_logits.float()
+    scores = s[:, :, None] + e[:, None, :]  # (B, T, T): [b, i, j] = s_i + e_j
+    ones = torch.ones(T, T, dtype=torch.bool, device=s.device)
+    valid = ones.triu() & ~ones.triu(max_answer_len)  # (T, T): 0 <= j - i < max_answer_len
+    if allowed is not None:
+        a = allowed.bool()
+        valid = valid & a[:, :, None] & a[:, None, :]  # (B, T, T)
+    scores = scores.masked_fill(~valid, float("-inf"))
+    score, flat = scores.reshape(B, T * T).max(-1)  # (B,), (B,)
+    return flat // T, flat % T, score
+
+
+class MultipleChoice(nn.Module):
+    """Pick one of C candidates (SWAG; Devlin et al. 2019, §4.4): each candidate is packed with the context as
+    ``[CLS] context [SEP] candidate [SEP]``, scored by a vector V on its pooled vector, score_c = V · C_c, and the
+    scores are normalised with a softmax over the C candidates. GPT does the same (Radford et al. 2018, §3.3)."""
+
+    def __init__(self, encoder: nn.Module, dropout: float = 0.1):
+        super().__init__()
+        self.encoder = encoder
+        self.dropout = nn.Dropout(dropout)
+        self.scorer = _output_layer(encoder.d_model, 1)  # V
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None) -> torch.Tensor | dict[str, torch.Tensor]:
+        B, C, T = input_ids.shape
+        flat = [None if t is None else t.reshape(B * C, T) for t in (token_type_ids, attention_mask)]
+        out = self.encoder(input_ids.reshape(B * C, T), token_type_ids=flat[0], attention_mask=flat[1])
+        logits = self.scorer(self.dropout(out.pooled)).reshape(B, C)  # (B*C, 1) -> (B, C)
+        if labels is None:
+            return logits
+        return {"loss": F.cross_entropy(logits, labels),
+                "acc": (logits.argmax(-1) == labels).float().mean(), "logits": logits}
+
+
+MODES = ("frozen", "full", "top")
+
+
+def set_trainable(head: nn.Module, mode: str, top_layers: int = 1) -> tuple[int, int]:
+    """Choose what trains: the three ways to use a pretrained model.
+
+    * ``"frozen"`` -- feature-based: the encoder is frozen entirely (pooler included) and only the head learns
+      (Devlin et al. 2019, §5.3 and Table 7; ELMo's way, Peters et al. 2018).
+    * ``"full"`` -- fine-tuning: every parameter trains (Devlin et al. 2019, §4; Radford et al. 2018, §3.2).
+    * ``"top"`` -- only the top ``top_layers`` encoder layers (with the stack's final LayerNorm, if any), the
+      pooler and the head train; embeddings and lower layers stay frozen (Howard & Ruder 2018, §3.2-3.3, and
+      Peters, Ruder & Smith 2019 compare such partial fine-tuning with the two above).
+
+    The encoder must expose its layers as ``head.encoder.encoder.layers`` (BERT: a shoulders
+    :class:`~shoulders.models.transformer_blocks.Encoder`) and may have a ``pooler``. Freezing does not switch off
+    dropout inside the encoder: call ``head.encoder.eval()`` for truly fixed features.
+
+    Returns:
+        ``(trainable, total)`` parameter counts of the head (encoder included).
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose one of {MODES}")
+    encoder = getattr(head, "encoder", None)
+    if not isinstance(encoder, nn.Module):
+        raise AttributeError(f"{type(head).__name__} has no .encoder module: set_trainable needs a task head")
+    unfreeze(head)
+    if mode == "full":
+        return trainable(head)
+    freeze(encoder)
+    if mode == "frozen":
+        return trainable(head)
+    stack = getattr(encoder, "encoder", None)
+    layers = getattr(stack, "layers", None)
+    if not isinstance(layers, nn.ModuleList):
+        unfreeze(head)
+        raise AttributeError(f"mode='top' needs the encoder's layer list at encoder.encoder.layers (an "
+                             f"nn.ModuleList); {type(encoder).__name__} has none")
+    n = len(layers)
+    if not 0 <= top_layers <= n:
+        unfreeze(head)
+        raise ValueError(f"top_layers must be in 0..{n} (the encoder has {n} layers), got {top_layers}")
+    top = list(layers)[n - top_layers:]  # not layers[-top_layers:], which is every layer when top_layers == 0
+    norm = getattr(stack, "norm", None)  # a pre-LN stack's final LayerNorm sits above the top layer
+    pooler = getattr(encoder, "pooler", None)
+    unfreeze(*top, *[m for m in (norm, pooler) if isinstance(m, nn.Module)])
+    return trainable(head)
