@@ -34,7 +34,8 @@ from torch import nn
 
 from .train.param_groups import freeze, trainable, unfreeze
 
-__all__ = ["MultipleChoice", "SequenceClassifier", "SpanExtractor", "TokenTagger", "best_span", "set_trainable"]
+__all__ = ["Head", "MultipleChoice", "SequenceClassifier", "SpanExtractor", "TokenTagger", "best_span",
+           "set_trainable"]
 
 IGNORE = -100  # label of a position that is not scored (padding, special tokens, non-first word pieces)
 
@@ -48,6 +49,23 @@ def _output_layer(d_in: int, d_out: int) -> nn.Linear:
     return layer
 
 
+class Head(nn.Module):
+    """What every head shares: ``self.encoder``, and an encoder that stays in eval mode while it is frozen.
+
+    With frozen features (:func:`set_trainable` ``"frozen"``) the encoder's dropout must be off, or the
+    "fixed" features would change from one pass to the next; ``fit`` switches the whole model to train mode,
+    so :meth:`train` puts a frozen encoder back into eval mode.
+    """
+
+    encoder_frozen: bool = False
+
+    def train(self, mode: bool = True) -> "Head":
+        super().train(mode)
+        if self.encoder_frozen:
+            self.encoder.eval()
+        return self
+
+
 def _masked_min(logits: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
     """``logits`` with the positions where ``keep`` is False set to the dtype's most negative finite value.
 
@@ -58,7 +76,7 @@ def _masked_min(logits: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor
     return logits.masked_fill(~keep.bool(), torch.finfo(logits.dtype).min)
 
 
-class SequenceClassifier(nn.Module):
+class SequenceClassifier(Head):
     """One label per sequence or sequence pair from the pooled ``[CLS]`` vector (Devlin et al. 2019, §4.1,
     Figure 4a-b): P(c | x) = softmax(C W^T), C = pooled (B, d), W (K, d)."""
 
@@ -79,7 +97,7 @@ class SequenceClassifier(nn.Module):
                 "acc": (logits.argmax(-1) == labels).float().mean(), "logits": logits}
 
 
-class TokenTagger(nn.Module):
+class TokenTagger(Head):
     """A tag for every token from its top-layer vector (Devlin et al. 2019, §5.3, Figure 4d).
 
     BERT labels only the first WordPiece of each word; the other pieces (and padding, ``[CLS]``, ``[SEP]``)
@@ -106,7 +124,7 @@ class TokenTagger(nn.Module):
         return {"loss": loss, "acc": acc, "logits": logits}
 
 
-class SpanExtractor(nn.Module):
+class SpanExtractor(Head):
     """Answer span = (start, end) over the tokens (Devlin et al. 2019, §4.2, Figure 4c).
 
     A start vector S and an end vector E (the two rows of one Linear(d, 2)) score every token:
@@ -169,7 +187,7 @@ def best_span(start_logits: torch.Tensor, end_logits: torch.Tensor, allowed: tor
     return flat // T, flat % T, score
 
 
-class MultipleChoice(nn.Module):
+class MultipleChoice(Head):
     """Pick one of C candidates (SWAG; Devlin et al. 2019, §4.4): each candidate is packed with the context as
     ``[CLS] context [SEP] candidate [SEP]``, scored by a vector V on its pooled vector, score_c = V · C_c, and the
     scores are normalised with a softmax over the C candidates. GPT does the same (Radford et al. 2018, §3.3)."""
@@ -207,8 +225,8 @@ def set_trainable(head: nn.Module, mode: str, top_layers: int = 1) -> tuple[int,
       Peters, Ruder & Smith 2019 compare such partial fine-tuning with the two above).
 
     The encoder must expose its layers as ``head.encoder.encoder.layers`` (BERT: a shoulders
-    :class:`~shoulders.models.transformer_blocks.Encoder`) and may have a ``pooler``. Freezing does not switch off
-    dropout inside the encoder: call ``head.encoder.eval()`` for truly fixed features.
+    :class:`~shoulders.models.transformer_blocks.Encoder`) and may have a ``pooler``. ``"frozen"`` also keeps a
+    :class:`Head`'s encoder in eval mode (no dropout) whenever the head trains, so the features are truly fixed.
 
     Returns:
         ``(trainable, total)`` parameter counts of the head (encoder included).
@@ -219,6 +237,9 @@ def set_trainable(head: nn.Module, mode: str, top_layers: int = 1) -> tuple[int,
     if not isinstance(encoder, nn.Module):
         raise AttributeError(f"{type(head).__name__} has no .encoder module: set_trainable needs a task head")
     unfreeze(head)
+    if isinstance(head, Head):
+        head.encoder_frozen = mode == "frozen"
+        head.train(head.training)
     if mode == "full":
         return trainable(head)
     freeze(encoder)

@@ -323,3 +323,13 @@ def test_heads_on_bert():
         top = any(p is q for q in [*stack[-1].parameters(), *head.encoder.pooler.parameters(),
                                    *head.classifier.parameters()])
         assert got[name] == top == p.requires_grad, name
+
+
+def test_frozen_encoder_stays_in_eval_mode_while_the_head_trains():
+    head = SequenceClassifier(TinyEncoder(), 2)
+    set_trainable(head, "frozen")
+    head.train()
+    assert not head.encoder.training and head.training and head.classifier.training
+    set_trainable(head, "full")
+    head.train()
+    assert head.encoder.training
