@@ -9,7 +9,8 @@ One job per file:
 * :mod:`~shoulders.text.pad` -- :func:`pad_sequences`, :func:`padding_mask`, :func:`causal_mask`,
   :func:`attention_mask` (``True`` = take part, as in ``scaled_dot_product_attention``);
 * :mod:`~shoulders.text.windows` -- :func:`ngram_batches`, :func:`window_batches` (the window models' batches);
-* :mod:`~shoulders.text.lm_data` -- :class:`LMCorpus`, :func:`wikitext2_corpus` (one corpus, counted or streamed).
+* :mod:`~shoulders.text.lm_data` -- :class:`LMCorpus`, :func:`wikitext2_corpus` (one corpus, counted or streamed);
+* :mod:`~shoulders.text.wordpiece` -- :class:`WordPiece` (BERT's tokenizer: basic + greedy pieces, training, vocab.txt).
 """
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ from .lm_data import LMCorpus, take_tokens, unigram_log_probs, wikitext2_corpus
 from .tokenize import SIMPLE_WORDS_PATTERN, chars, simple_words, words
 from .vocab import Vocab, VocabFileError, count_tokens
 from .windows import WindowBatches, ngram_batches, sliding_windows, window_batches
+from .wordpiece import WordPiece
 
 __all__ = [
     "EOS", "MULTI30K_SPLITS", "SIMPLE_WORDS_PATTERN", "WIKITEXT2_SPLITS",
-    "BPTTBatches", "LMCorpus", "LMStream", "Vocab", "VocabFileError", "WindowBatches",
+    "BPTTBatches", "LMCorpus", "LMStream", "Vocab", "VocabFileError", "WindowBatches", "WordPiece",
     "attention_mask", "batchify", "causal_mask", "chars", "count_tokens", "lm_stream", "multi30k", "ngram_batches",
     "pad_sequences", "padding_mask", "simple_words", "sliding_windows", "take_tokens", "tiny_shakespeare",
     "unigram_log_probs", "window_batches", "words", "wikitext2", "wikitext2_corpus",
