@@ -131,23 +131,26 @@ def test_training_merges_by_likelihood_score_not_frequency():
     # "th" occurs 1000x, "qz" only 5x -- but q and z never occur apart, while t and h also occur elsewhere.
     texts = ["th"] * 1000 + ["ta", "ah"] * 10 + ["qz"] * 5
     one_merge = 5 + 2 * 5 + 1  # specials, a h q t z in both forms, one merge
-    wp = WordPiece.train(texts, vocab_size=one_merge, min_freq=1)
+    wp = WordPiece.train(texts, vocab_size=one_merge, min_freq=1, criterion="score")
     assert wp.tokens[-1] == "qz"  # score(q, ##z) = 5/(5*5) beats score(t, ##h) = 1000/(1010*1010)
     assert wp.tokenize("th qz") == ["t", "##h", "qz"]
-    wp = WordPiece.train(texts, vocab_size=one_merge, min_freq=1, criterion="likelihood")
+    wp = WordPiece.train(texts, vocab_size=one_merge, min_freq=1)  # the default: likelihood
     assert wp.tokens[-1] == "th"  # the likelihood gain also weighs how often the pair occurs
     assert "qz" in WordPiece.train(texts, vocab_size=100, min_freq=1).tokens
 
 
 def test_training_details():
     texts = ["low lower lowest"] * 3 + ["newer wider"] * 2 + ["rare!"]
-    wp = WordPiece.train(texts, vocab_size=1000, min_freq=3)
+    wp = WordPiece.train(texts, vocab_size=1000, min_freq=3, criterion="score")
     assert len(wp) < 1000  # stops when no pair is left to merge
     assert {"low", "lower", "lowest"} <= set(wp.tokens)  # merged until each frequent word is one piece
     assert not any(bigram in t for t in wp.tokens for bigram in ("ne", "ew", "wi", "id", "ra", "ar"))
     assert wp.tokenize("rare wider") == ["r", "##a", "##r", "##e", "w", "##i", "##d", "##er"]  # "##er": lower
     assert "##!" in wp.tokens and "!" in wp.tokens
-    assert wp.tokens == WordPiece.train(list(texts), vocab_size=1000, min_freq=3).tokens  # deterministic
+    assert wp.tokens == WordPiece.train(list(texts), vocab_size=1000, min_freq=3, criterion="score").tokens
+    likely = WordPiece.train(texts, vocab_size=1000, min_freq=3)  # the default criterion merges as far
+    assert {"low", "lower", "lowest"} <= set(likely.tokens) and likely.tokens == WordPiece.train(
+        list(texts), vocab_size=1000, min_freq=3).tokens
     with pytest.raises(ValueError, match="vocab_size"):
         WordPiece.train(texts, vocab_size=10)
     with pytest.raises(ValueError, match="criterion"):

@@ -1,0 +1,166 @@
+"""Fine-tuning a pre-trained encoder on a labelled task (Devlin et al. 2019, §3.2, §4 and Appendix A.3).
+
+One recipe for every head of :mod:`shoulders.heads`: AdamW, linear warm-up over the first 10% of the updates then
+linear decay, dropout 0.1, a few epochs at a small learning rate; batches of similar-length examples so little of
+each batch is padding. The same function trains the from-scratch control (the same head on a randomly
+initialised encoder), so the two differ only in where the encoder's weights came from.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from .config import Config, ConfigError
+from .text.bert_inputs import collate
+from .train.history import History
+from .train.loop import fit
+from .train.optimizers import adamw
+from .train.schedules import linear_warmup_decay
+
+__all__ = ["BertFinetuningConfig", "FeatureBatches", "finetune", "predict"]
+
+
+@dataclasses.dataclass
+class BertFinetuningConfig(Config):
+    """Fine-tuning hyper-parameters and, per scale, how much of each task's data the chapter trains on.
+
+    The paper (Appendix A.3): batch 16 or 32, learning rate 5e-5, 3e-5 or 2e-5, 2-4 epochs; small BERTs prefer
+    larger rates (Turc et al. 2019 search 1e-4 ... 3e-5). ``None`` sizes mean the whole training split.
+    """
+
+    batch_size: int = 32
+    lr: float = 1e-4
+    scratch_lr: float = 1e-4      # the from-scratch control's rate
+    weight_decay: float = 0.01
+    warmup_frac: float = 0.1
+    epochs: float = 3.0
+    max_steps: int | None = None  # caps each task's updates
+    max_len: int = 128
+    span_max_len: int = 192       # SQuAD windows ([CLS] question [SEP] context [SEP])
+    doc_stride: int = 64
+    max_query_len: int = 48
+    top_layers: int = 1           # "fine-tune only the top layers": how many
+    sst2_train: int | None = None
+    snli_train: int | None = None  # pairs of the SNLI dev set used for training at smoke/cpu (test set evaluates)
+    wnut_train: int | None = None
+    squad_eval_fraction: float = 0.25  # articles of SQuAD dev held out for evaluation at smoke/cpu
+    squad_train: int | None = None     # questions of the training articles used
+    copa_train: int = 500              # of Balanced COPA's 1,000 items; the rest evaluate
+    eval_limit: int | None = None      # evaluate on at most this many examples per task
+
+    presets: ClassVar = {
+        "smoke": dict(batch_size=32, lr=2e-4, scratch_lr=2e-4, epochs=1.0, max_steps=60, max_len=64,
+                      span_max_len=128, doc_stride=48, max_query_len=32, sst2_train=2_000, snli_train=2_000,
+                      wnut_train=1_000, squad_train=1_000, copa_train=500, eval_limit=500),
+        "cpu": dict(batch_size=32, lr=1e-4, scratch_lr=1e-4, epochs=2.0, max_steps=400, max_len=128,
+                    sst2_train=12_000, snli_train=9_000, squad_train=6_000),
+        "full": dict(batch_size=32, lr=1e-4, scratch_lr=1e-4, epochs=3.0, max_len=128, span_max_len=384,
+                     doc_stride=128, max_query_len=64),
+    }
+
+    def validate(self) -> None:
+        if min(self.batch_size, self.max_len, self.span_max_len, self.doc_stride, self.max_query_len) < 1:
+            raise ConfigError("batch_size, max_len, span_max_len, doc_stride and max_query_len must be positive")
+        if not 0.0 <= self.warmup_frac < 1.0:
+            raise ConfigError(f"warmup_frac must be in [0, 1), got {self.warmup_frac}")
+        if self.epochs <= 0 or (self.max_steps is not None and self.max_steps < 1):
+            raise ConfigError("epochs and max_steps must be positive")
+        if not 0.0 < self.squad_eval_fraction < 1.0:
+            raise ConfigError(f"squad_eval_fraction must be in (0, 1), got {self.squad_eval_fraction}")
+
+    def steps_for(self, n_train: int) -> int:
+        """Updates for ``epochs`` passes over ``n_train`` examples, capped by ``max_steps``."""
+        steps = max(1, math.ceil(self.epochs * n_train / self.batch_size))
+        return min(steps, self.max_steps) if self.max_steps is not None else steps
+
+
+def _length(feature: Mapping[str, Any]) -> int:
+    if "choices" in feature:
+        return max(len(c["input_ids"]) for c in feature["choices"])
+    return len(feature["input_ids"])
+
+
+class FeatureBatches:
+    """Re-iterable training batches of ``batch_size`` features of similar length, reshuffled every pass.
+
+    Features are shuffled, sorted by length inside pools of ``pool`` batches, cut into batches and the batches
+    shuffled again -- so padding stays small and every pass differs (``fit`` seeds the global RNG per epoch).
+    ``keys``: the batch entries to keep (the model's arguments); features may carry bookkeeping such as
+    ``word_ids`` that the model does not take.
+    """
+
+    def __init__(self, features: Sequence[Mapping[str, Any]], batch_size: int, pad_id: int, pool: int = 50,
+                 keys: Sequence[str] | None = None):
+        if not features:
+            raise ValueError("no training features")
+        self.features, self.batch_size, self.pad_id, self.pool = features, batch_size, pad_id, pool
+        self.keys = None if keys is None else set(keys)
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        B = self.batch_size
+        order = torch.randperm(len(self.features)).tolist()
+        groups = []
+        for i in range(0, len(order), B * self.pool):
+            chunk = sorted(order[i:i + B * self.pool], key=lambda j: _length(self.features[j]))
+            groups += [chunk[k:k + B] for k in range(0, len(chunk), B)]
+        for g in torch.randperm(len(groups)).tolist():
+            batch = collate([self.features[j] for j in groups[g]], self.pad_id)
+            yield batch if self.keys is None else {k: v for k, v in batch.items() if k in self.keys}
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.features) / self.batch_size)
+
+
+def finetune(head: nn.Module, features: Sequence[Mapping[str, Any]], pad_id: int, cfg: BertFinetuningConfig,
+             lr: float | None = None, steps: int | None = None,
+             evaluate: Callable[[nn.Module], Mapping[str, Any]] | None = None, **fit_kwargs: Any) -> History:
+    """Train ``head`` (a :mod:`shoulders.heads` module around its encoder) on ``features``; returns the history.
+
+    Only parameters with ``requires_grad`` are optimised (see :func:`shoulders.heads.set_trainable`).
+    ``fit_kwargs`` go to :func:`shoulders.train.fit`.
+    """
+    steps = steps if steps is not None else cfg.steps_for(len(features))
+    params = [p for p in head.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("every parameter of the head is frozen: nothing to fine-tune")
+    optimizer = adamw(params, lr=lr if lr is not None else cfg.lr, weight_decay=cfg.weight_decay)
+    warmup = int(cfg.warmup_frac * steps)
+    keys = list(inspect.signature(head.forward).parameters)  # what the head takes; the rest is bookkeeping
+    return fit(head, FeatureBatches(features, cfg.batch_size, pad_id, keys=keys), optimizer, steps=steps,
+               schedule=linear_warmup_decay(warmup, steps), clip=1.0, evaluate=evaluate,
+               eval_every=steps if evaluate is not None else None, **fit_kwargs)
+
+
+@torch.no_grad()
+def predict(head: nn.Module, features: Sequence[Mapping[str, Any]], pad_id: int, per_token: bool = False,
+            batch_size: int = 128) -> list[Any]:
+    """The head's outputs (no labels) for every feature, in the order given, in eval mode, on the CPU.
+
+    A ``(B, ...)`` output is split into rows; with ``per_token`` (tagging and span heads, outputs ``(B, T, ...)``)
+    each row is cut to its feature's own length. A tuple output (a span head's start and end logits) gives a
+    tuple per feature. Features run in length order, so batches hold little padding.
+    """
+    was_training = head.training
+    head.eval()
+    dev = next(head.parameters()).device
+    order = sorted(range(len(features)), key=lambda i: _length(features[i]))
+    out: list[Any] = [None] * len(features)
+    try:
+        for i in range(0, len(order), batch_size):
+            idx = order[i:i + batch_size]
+            batch = collate([features[j] for j in idx], pad_id)
+            res = head(**{k: batch[k].to(dev) for k in ("input_ids", "token_type_ids", "attention_mask")})
+            parts = res if isinstance(res, tuple) else (res,)
+            for r, j in enumerate(idx):
+                n = _length(features[j])
+                rows = tuple(p[r, :n].float().cpu() if per_token else p[r].float().cpu() for p in parts)
+                out[j] = rows if isinstance(res, tuple) else rows[0]
+    finally:
+        head.train(was_training)
+    return out

@@ -1,0 +1,238 @@
+"""Pre-training BERT on WikiText-2: masked LM + next-sentence prediction (Devlin et al. 2019, §3.1, Appendix A.2).
+
+The recipe, scaled down: documents of sentences (:func:`shoulders.text.nsp_pairs.wikitext_documents`) tokenised
+with the corpus's own WordPiece vocabulary; each epoch draws fresh A/B pairs (50% IsNext / 50% NotNext,
+:func:`~shoulders.text.nsp_pairs.nsp_pairs`) and each batch a fresh 15% / 80-10-10 masking
+(:func:`~shoulders.text.masking.mask_tokens`); loss = MLM + NSP; AdamW (β = 0.9, 0.999, weight decay 0.01
+on matrices) with linear warm-up and linear decay, as in Appendix A.2.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar
+
+import torch
+
+from ..config import Config, ConfigError
+from ..text.bert_inputs import collate, pack
+from ..text.masking import IGNORE, mask_tokens
+from ..text.nsp_pairs import nsp_pairs, wikitext_documents
+from ..text.wordpiece import WordPiece
+from ..train.cache import load_or_train, models_root
+from ..train.history import History
+from ..train.loop import fit
+from ..train.optimizers import adamw
+from ..train.schedules import linear_warmup_decay
+from .bert import BertConfig, BertForPreTraining
+
+__all__ = ["BertPretrainingConfig", "PretrainingBatches", "WikiTextForBert", "evaluate_pretraining",
+           "fixed_eval_batches", "pretrain", "pretrained", "unigram_mlm_baseline", "wikitext_for_bert"]
+
+
+@dataclasses.dataclass
+class BertPretrainingConfig(Config):
+    """How BERT is pre-trained at each scale (architecture: ``size`` in :attr:`BertConfig.SIZES`)."""
+
+    size: str = "mini"
+    vocab_size: int = 8_000       # WordPiece vocabulary learned on WikiText-2 train
+    max_len: int = 128            # packed [CLS] A [SEP] B [SEP] length (the paper: 128 for 90% of steps, then 512)
+    batch_size: int = 32
+    steps: int = 2_000
+    warmup: int = 200             # the paper: 10,000 of 1M steps; 10% here, since runs are short
+    lr: float = 5e-4              # the paper: 1e-4 at batch 256; small models take larger rates (Turc et al.)
+    weight_decay: float = 0.01
+    adam_eps: float = 1e-6
+    clip: float | None = 1.0
+    dropout: float = 0.1
+    mask_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    max_documents: int | None = None  # use only the first N articles (smoke)
+    eval_pairs: int = 512             # held-out pairs (WikiText-2 validation) for MLM / NSP accuracy
+    eval_every: int = 200
+
+    presets: ClassVar = {
+        "smoke": dict(size="tiny", vocab_size=4_000, max_len=64, batch_size=32, steps=300, warmup=30, lr=1e-3,
+                      max_documents=150, eval_pairs=256, eval_every=100),
+        "cpu": dict(size="mini", vocab_size=8_000, max_len=128, batch_size=32, steps=1_500, warmup=150, lr=5e-4,
+                    eval_every=250),
+        "full": dict(size="mini", vocab_size=8_000, max_len=128, batch_size=128, steps=20_000, warmup=1_000,
+                     lr=5e-4, eval_pairs=2_048, eval_every=1_000),
+    }
+
+    def validate(self) -> None:
+        if self.size not in BertConfig.SIZES:
+            raise ConfigError(f"size must be one of {sorted(BertConfig.SIZES)}, got {self.size!r}")
+        if min(self.vocab_size, self.batch_size, self.steps, self.eval_pairs, self.eval_every) < 1:
+            raise ConfigError("vocab_size, batch_size, steps, eval_pairs and eval_every must be positive")
+        if self.max_len < 8:
+            raise ConfigError(f"max_len must be at least 8 tokens, got {self.max_len}")
+        if not 0 <= self.warmup < self.steps:
+            raise ConfigError(f"need 0 <= warmup < steps, got warmup={self.warmup}, steps={self.steps}")
+        if not 0.0 < self.mask_prob < 1.0:
+            raise ConfigError(f"mask_prob must be in (0, 1), got {self.mask_prob}")
+
+    def build(self) -> BertForPreTraining:
+        """The model for a ``vocab_size`` vocabulary (the chapter builds it for the trained WordPiece's size)."""
+        return BertForPreTraining(self.model_config(self.vocab_size))
+
+    def example_batch(self, batch_size: int = 2) -> dict[str, torch.Tensor]:
+        return self.model_config(self.vocab_size).example_batch(batch_size)
+
+    def model_config(self, vocab_size: int, pad_id: int = 0) -> BertConfig:
+        """The architecture: ``size``'s layers and widths, positions up to ``max_len``."""
+        return BertConfig.named(self.size, vocab_size=vocab_size, max_len=self.max_len, dropout=self.dropout,
+                                attn_dropout=self.dropout, pad_id=pad_id)
+
+
+class PretrainingBatches:
+    """Re-iterable pre-training batches: every pass draws new NSP pairs, every batch a new masking.
+
+    Yields dicts for :class:`~shoulders.models.bert.BertForPreTraining`: ``input_ids``, ``token_type_ids``,
+    ``attention_mask`` ``(B, T)``, ``mlm_labels`` ``(B, T)`` (:data:`IGNORE` where not predicted) and
+    ``nsp_labels`` ``(B,)``. Randomness comes from the global ``random`` and torch generators, which ``fit``
+    reseeds per epoch, so a resumed run replays the same batches.
+    """
+
+    def __init__(self, documents: Sequence[Sequence[Sequence[int]]], tok: Any, cfg: BertPretrainingConfig,
+                 n_specials: int = 5):
+        self.documents, self.tok, self.cfg, self.n_specials = documents, tok, cfg, n_specials
+
+    def pairs(self, rng: random.Random | None = None) -> list[dict[str, Any]]:
+        """One pass's packed (unmasked) features, shuffled."""
+        r = rng if rng is not None else random
+        features = []
+        for p in nsp_pairs(self.documents, self.cfg.max_len, self.cfg.short_seq_prob, rng=r):
+            ids, segments = pack(p.a, p.b, self.tok.cls_id, self.tok.sep_id, self.cfg.max_len)
+            features.append({"input_ids": ids, "token_type_ids": segments, "nsp_labels": p.label})
+        r.shuffle(features)
+        return features
+
+    def batch(self, features: Sequence[dict[str, Any]], generator: torch.Generator | None = None) -> dict:
+        """Collate ``features`` and mask them (15%; 80% [MASK] / 10% random / 10% unchanged)."""
+        b = collate(features, self.tok.pad_id)
+        maskable = b["attention_mask"] & (b["input_ids"] != self.tok.cls_id) & (b["input_ids"] != self.tok.sep_id)
+        b["input_ids"], b["mlm_labels"] = mask_tokens(b["input_ids"], maskable, self.tok.mask_id, len(self.tok),
+                                                      self.n_specials, self.cfg.mask_prob, generator=generator)
+        return b
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        features = self.pairs()
+        B = self.cfg.batch_size
+        for i in range(0, len(features) - B + 1, B):  # drop the last, partial batch
+            yield self.batch(features[i:i + B])
+
+
+def fixed_eval_batches(documents: Sequence[Sequence[Sequence[int]]], tok: Any, cfg: BertPretrainingConfig,
+                       seed: int = 0) -> list[dict[str, torch.Tensor]]:
+    """``cfg.eval_pairs`` held-out pairs with one fixed masking, in batches (the same for every evaluation)."""
+    data = PretrainingBatches(documents, tok, cfg)
+    features = data.pairs(random.Random(seed))[: cfg.eval_pairs]
+    g = torch.Generator().manual_seed(seed)
+    B = cfg.batch_size
+    return [data.batch(features[i:i + B], g) for i in range(0, len(features), B)]
+
+
+@torch.no_grad()
+def evaluate_pretraining(model: BertForPreTraining, batches: Sequence[dict[str, torch.Tensor]]) -> dict[str, float]:
+    """MLM accuracy and loss over all predicted positions, NSP accuracy over all pairs."""
+    dev = next(model.parameters()).device
+    correct = total = nsp_correct = nsp_total = 0
+    loss_sum = 0.0
+    for b in batches:
+        b = {k: v.to(dev) for k, v in b.items()}
+        out = model(**b)
+        n = int((b["mlm_labels"] != IGNORE).sum())
+        correct += float(out["mlm_acc"]) * n
+        loss_sum += float(out["mlm_loss"]) * n
+        total += n
+        m = b["nsp_labels"].numel()
+        nsp_correct += float(out["nsp_acc"]) * m
+        nsp_total += m
+    return {"mlm_acc": correct / total, "mlm_loss": loss_sum / total, "nsp_acc": nsp_correct / nsp_total}
+
+
+def unigram_mlm_baseline(train_documents: Sequence[Sequence[Sequence[int]]],
+                         batches: Sequence[dict[str, torch.Tensor]]) -> dict[str, Any]:
+    """The unigram-frequency guess: always predict the most frequent training token; its accuracy on ``batches``."""
+    counts: Counter = Counter(t for d in train_documents for s in d for t in s)
+    top = counts.most_common(1)[0][0]
+    labels = torch.cat([b["mlm_labels"][b["mlm_labels"] != IGNORE] for b in batches])
+    return {"token": top, "mlm_acc": float((labels == top).float().mean())}
+
+
+def pretrain(cfg: BertPretrainingConfig, tok: Any, train_documents: Sequence[Sequence[Sequence[int]]],
+             eval_batches: Sequence[dict[str, torch.Tensor]] | None = None, model: BertForPreTraining | None = None,
+             **fit_kwargs: Any) -> tuple[BertForPreTraining, History]:
+    """Build (or take) a :class:`BertForPreTraining` and pre-train it; returns the model and its history.
+
+    ``fit_kwargs`` go to :func:`shoulders.train.fit` (``checkpoint=``, ``progress=``, ``live_plot=``, ...). The
+    history logs the training batches' ``mlm_acc``/``nsp_acc``/losses every step and, with ``eval_batches``,
+    :func:`evaluate_pretraining`'s metrics prefixed ``val_`` every ``cfg.eval_every`` steps.
+    """
+    if model is None:
+        model = BertForPreTraining(cfg.model_config(len(tok), tok.pad_id))
+    optimizer = adamw(model, lr=cfg.lr, weight_decay=cfg.weight_decay, eps=cfg.adam_eps)
+    evaluate = None
+    if eval_batches is not None:
+        def evaluate(m: BertForPreTraining) -> dict[str, float]:
+            return {f"val_{k}": v for k, v in evaluate_pretraining(m, eval_batches).items()}
+    history = fit(model, PretrainingBatches(train_documents, tok, cfg), optimizer, steps=cfg.steps,
+                  schedule=linear_warmup_decay(cfg.warmup, cfg.steps), clip=cfg.clip, evaluate=evaluate,
+                  eval_every=cfg.eval_every if evaluate is not None else None, **fit_kwargs)
+    return model, history
+
+
+@dataclasses.dataclass
+class WikiTextForBert:
+    """WikiText-2 ready for pre-training: the WordPiece tokenizer and the documents as sentences of ids."""
+
+    tok: WordPiece
+    train: list[list[list[int]]]
+    valid: list[list[list[int]]]
+    seconds: dict[str, float]  # "wordpiece" (training the vocabulary, 0 when cached), "tokenize"
+
+
+def wikitext_for_bert(cfg: BertPretrainingConfig, progress: bool = False) -> WikiTextForBert:
+    """Documents of WikiText-2 train/valid tokenised with a WordPiece vocabulary learned on train.
+
+    The vocabulary (``cfg.vocab_size`` pieces, from the first ``cfg.max_documents`` articles) is cached as a
+    ``vocab.txt`` under :func:`shoulders.train.cache.models_root`, so later chapters and pages load the same one.
+    """
+    train_docs = wikitext_documents("train", max_documents=cfg.max_documents)
+    valid_docs = wikitext_documents("valid")
+    folder = models_root() / f"wordpiece-wikitext2-{cfg.vocab_size}-{cfg.max_documents or 'all'}"
+    seconds = {"wordpiece": 0.0}
+    if (folder / "vocab.txt").exists():
+        tok = WordPiece.load(folder / "vocab.txt")
+    else:
+        t0 = time.perf_counter()
+        tok = WordPiece.train((s for d in train_docs for s in d), vocab_size=cfg.vocab_size, progress=progress)
+        seconds["wordpiece"] = time.perf_counter() - t0
+        tok.save(folder / "vocab.txt")
+    t0 = time.perf_counter()
+    train = [[tok.encode(s) for s in d] for d in train_docs]
+    valid = [[tok.encode(s) for s in d] for d in valid_docs]
+    seconds["tokenize"] = time.perf_counter() - t0
+    return WikiTextForBert(tok, [d for d in train if d], [d for d in valid if d], seconds)
+
+
+def pretrained(cfg: BertPretrainingConfig, data: WikiTextForBert | None = None,
+               **fit_kwargs: Any) -> tuple[WikiTextForBert, BertForPreTraining, History]:
+    """The pre-trained model of this scale: trained once by :func:`pretrain`, then loaded from the model cache.
+
+    Chapter 14's two pages (and later chapters) share it; a change of ``cfg`` trains anew. Evaluation every
+    ``cfg.eval_every`` steps on ``cfg.eval_pairs`` fixed WikiText-2 validation pairs (``val_mlm_acc``, ...).
+    """
+    data = data if data is not None else wikitext_for_bert(cfg)
+    model = BertForPreTraining(cfg.model_config(len(data.tok), data.tok.pad_id))
+    eval_batches = fixed_eval_batches(data.valid, data.tok, cfg)
+
+    def train(m: BertForPreTraining) -> History:
+        return pretrain(cfg, data.tok, data.train, eval_batches, model=m, **fit_kwargs)[1]
+
+    history = load_or_train("ch14-bert-pretraining", model, train, config=cfg)
+    return data, model, history
