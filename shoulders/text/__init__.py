@@ -10,6 +10,7 @@ One job per file:
   :func:`attention_mask` (``True`` = take part, as in ``scaled_dot_product_attention``);
 * :mod:`~shoulders.text.windows` -- :func:`ngram_batches`, :func:`window_batches` (the window models' batches);
 * :mod:`~shoulders.text.lm_data` -- :class:`LMCorpus`, :func:`wikitext2_corpus` (one corpus, counted or streamed);
+* :mod:`~shoulders.text.tasks` -- BERT's fine-tuning data (SST-2, SNLI, WNUT-17, SQuAD, COPA) and its features;
 * :mod:`~shoulders.text.wordpiece` -- :class:`WordPiece` (BERT's tokenizer: basic + greedy pieces, training, vocab.txt).
 """
 from __future__ import annotations
@@ -22,6 +23,11 @@ from .tokenize import SIMPLE_WORDS_PATTERN, chars, simple_words, words
 from .vocab import Vocab, VocabFileError, count_tokens
 from .windows import WindowBatches, ngram_batches, sliding_windows, window_batches
 from .wordpiece import WordPiece
+from .tasks import (
+    SNLI_LABELS, SST2_LABELS, WNUT17_TAGS, SquadExample, choice_features, classification_features, copa, snli,
+    span_features, span_predictions, split_articles, squad, squad_examples, sst2, tagging_features,
+    tagging_predictions, wnut17,
+)
 
 __all__ = [
     "EOS", "MULTI30K_SPLITS", "SIMPLE_WORDS_PATTERN", "WIKITEXT2_SPLITS",
@@ -29,4 +35,7 @@ __all__ = [
     "attention_mask", "batchify", "causal_mask", "chars", "count_tokens", "lm_stream", "multi30k", "ngram_batches",
     "pad_sequences", "padding_mask", "simple_words", "sliding_windows", "take_tokens", "tiny_shakespeare",
     "unigram_log_probs", "window_batches", "words", "wikitext2", "wikitext2_corpus",
+    "SNLI_LABELS", "SST2_LABELS", "WNUT17_TAGS", "SquadExample", "choice_features", "classification_features", "copa",
+    "snli", "span_features", "span_predictions", "split_articles", "squad", "squad_examples", "sst2",
+    "tagging_features", "tagging_predictions", "wnut17",
 ]

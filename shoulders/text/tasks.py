@@ -1,0 +1,523 @@
+"""The fine-tuning tasks of BERT (Devlin et al. 2019, §4): readers for their data and BERT features for each.
+
+Four task shapes, one dataset each (chapter 14):
+
+* sentence (pair) classification -- SST-2 in its GLUE version (Socher et al. 2013; Wang et al. 2019) and SNLI
+  (Bowman et al. 2015): :func:`sst2`, :func:`snli`, :func:`classification_features`;
+* token tagging -- WNUT-17 emerging entities (Derczynski et al. 2017), BERT's first-subword labelling (§5.3):
+  :func:`wnut17`, :func:`tagging_features`, :func:`tagging_predictions`;
+* span extraction -- SQuAD v1.1 (Rajpurkar et al. 2016), windows as in BERT's ``run_squad.py`` (§4.2):
+  :func:`squad`, :func:`split_articles`, :func:`squad_examples`, :func:`span_features`, :func:`span_predictions`;
+* multiple choice -- Balanced COPA (Roemmele et al. 2011; Kavumba et al. 2019), standing in for SWAG (§4.4):
+  :func:`copa`, :func:`choice_features`.
+
+Readers return plain Python data; each takes an optional ``root`` folder, otherwise the files come from
+``shoulders.data.path(name)``. Every ``*_features`` function returns a list of dicts that
+:func:`shoulders.text.bert_inputs.collate` batches; ``max_len`` counts the special tokens. The tokeniser ``tok`` is
+a WordPiece-like object with ``encode``, ``encode_words``, ``cls_id``, ``sep_id`` (``pad_id`` for collate,
+``decode`` for :func:`span_predictions`), such as :class:`shoulders.text.wordpiece.WordPiece`.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import re
+import xml.etree.ElementTree as ET
+from bisect import bisect_left, bisect_right
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import torch
+
+from .bert_inputs import pack
+from .corpus import _folder
+
+__all__ = [
+    "SNLI_LABELS", "SQUAD_SPLITS", "SST2_LABELS", "WNUT17_SPLITS", "WNUT17_TAGS", "SquadExample",
+    "choice_features", "classification_features", "copa", "snli", "span_features", "span_predictions", "split_articles",
+    "squad", "squad_examples", "sst2", "tagging_features", "tagging_predictions", "wnut17",
+]
+
+SST2_LABELS = ("negative", "positive")
+SNLI_LABELS = ("entailment", "neutral", "contradiction")
+WNUT17_SPLITS = {"train": "wnut17train.conll", "dev": "emerging.dev.conll", "test": "emerging.test.annotated"}
+# WNUT-17's tags in the order of the Hugging Face ``wnut_17`` loader
+WNUT17_TAGS = ("O", "B-corporation", "I-corporation", "B-creative-work", "I-creative-work", "B-group", "I-group",
+               "B-location", "I-location", "B-person", "I-person", "B-product", "I-product")
+SQUAD_SPLITS = {"dev": "dev-v1.1.json"}
+IGNORE = -100  # label of positions the loss skips (PyTorch's cross_entropy ignore_index)
+
+Root = str | os.PathLike | None
+
+
+def _file(name: str, root: Root, filename: str) -> Path:
+    file = _folder(name, root) / filename
+    if not file.is_file():
+        raise FileNotFoundError(f"{name}: {file} is missing")
+    return file
+
+
+# ----------------------------------------------------------------------------------------------------- readers
+
+def sst2(split: str = "train", root: Root = None) -> tuple[list[str], list[int]]:
+    """SST-2 as packaged by GLUE (Socher et al. 2013; Wang et al. 2019): sentences and labels (0 negative, 1 positive).
+
+    ``train`` holds 67,349 phrases, ``dev`` 872 sentences (files ``train.tsv`` / ``dev.tsv``, header
+    ``sentence<TAB>label``; the sentences are lower-cased and tokenised, the trailing space is dropped).
+    """
+    if split not in ("train", "dev"):
+        raise ValueError(f"split must be 'train' or 'dev', got {split!r}")
+    lines = _file("sst2-glue", root, f"{split}.tsv").read_text(encoding="utf-8").split("\n")
+    if lines[0].split("\t") != ["sentence", "label"]:
+        raise ValueError(f"sst2-glue {split}.tsv: unexpected header {lines[0]!r}")
+    sentences, labels = [], []
+    for line in lines[1:]:
+        if not line:
+            continue
+        sentence, label = line.rsplit("\t", 1)
+        sentences.append(sentence.strip())
+        labels.append(int(label))
+    return sentences, labels
+
+
+def snli(split: str = "dev", root: Root = None) -> tuple[list[str], list[str], list[int]]:
+    """SNLI 1.0 (Bowman et al. 2015): premises, hypotheses and labels (indices into :data:`SNLI_LABELS`).
+
+    Pairs whose ``gold_label`` is ``"-"`` (no majority among the five annotators) are dropped, as usual: ``dev``
+    keeps 9,842 of 10,000 pairs, ``test`` 9,824. The registry entry ``snli`` keeps only dev and test; ``train``
+    is read when ``snli_1.0_train.jsonl`` (or ``.jsonl.gz``) is in the folder, and otherwise raises an error that
+    says where it comes from.
+    """
+    if split not in ("train", "dev", "test"):
+        raise ValueError(f"split must be 'train', 'dev' or 'test', got {split!r}")
+    folder = _folder("snli", root)
+    file = folder / f"snli_1.0_{split}.jsonl.gz"
+    if not file.is_file() and (folder / f"snli_1.0_{split}.jsonl").is_file():
+        file = folder / f"snli_1.0_{split}.jsonl"
+    if not file.is_file():
+        if split == "train":
+            raise FileNotFoundError(
+                f"snli: no training split in {folder}. The registry entry 'snli' (and its mirror) keeps only "
+                "snli_1.0_dev.jsonl.gz and snli_1.0_test.jsonl.gz; the 550,152 training pairs are the member "
+                "snli_1.0/snli_1.0_train.jsonl of https://nlp.stanford.edu/projects/snli/snli_1.0.zip -- put it "
+                f"(or its .gz) in a folder and pass root=that folder.")
+        raise FileNotFoundError(f"snli: {file} is missing")
+    opener = gzip.open if file.suffix == ".gz" else open
+    premises, hypotheses, labels = [], [], []
+    with opener(file, "rt", encoding="utf-8") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if row["gold_label"] == "-":
+                continue
+            premises.append(row["sentence1"])
+            hypotheses.append(row["sentence2"])
+            labels.append(SNLI_LABELS.index(row["gold_label"]))
+    return premises, hypotheses, labels
+
+
+def wnut17(split: str = "train", root: Root = None) -> list[tuple[list[str], list[str]]]:
+    """WNUT-17 emerging and rare entities (Derczynski et al. 2017) as ``(words, BIO tags)`` sentences.
+
+    CoNLL format, ``word<TAB>tag`` per line, sentences separated by a blank line (in the training file sometimes a
+    lone tab). ``train`` / ``dev`` / ``test`` hold 3,394 / 1,009 / 1,287 sentences (62,730 / 15,733 / 23,394
+    words); the tags are those of :data:`WNUT17_TAGS` (six entity types).
+    """
+    if split not in WNUT17_SPLITS:
+        raise ValueError(f"split must be one of {sorted(WNUT17_SPLITS)}, got {split!r}")
+    text = _file("wnut17", root, WNUT17_SPLITS[split]).read_text(encoding="utf-8")
+    sentences: list[tuple[list[str], list[str]]] = []
+    words: list[str] = []
+    tags: list[str] = []
+    for line in text.split("\n"):
+        if not line.strip():
+            if words:
+                sentences.append((words, tags))
+                words, tags = [], []
+            continue
+        word, tag = line.split("\t")
+        if tag not in WNUT17_TAGS:
+            raise ValueError(f"wnut17 {split}: unknown tag {tag!r} in line {line!r}")
+        words.append(word)
+        tags.append(tag)
+    if words:
+        sentences.append((words, tags))
+    return sentences
+
+
+def squad(split: str = "dev", root: Root = None) -> list[dict[str, Any]]:
+    """SQuAD v1.1 (Rajpurkar et al. 2016) as articles: ``{"title", "paragraphs": [{"context", "qas": [...]}]}``.
+
+    Each question is ``{"id", "question", "answers": [texts], "answer_starts": [character offsets]}`` (the dev
+    set gives up to several reference answers per question). Only ``dev`` is in the registry: 48 articles, 2,067
+    paragraphs, 10,570 questions; the chapter trains on part of its articles (:func:`split_articles`).
+    """
+    if split not in SQUAD_SPLITS:
+        raise ValueError(f"split must be one of {sorted(SQUAD_SPLITS)} (the registry entry 'squad-v1.1' holds the "
+                         f"dev set only; train-v1.1.json is not part of it), got {split!r}")
+    data = json.loads(_file("squad-v1.1", root, SQUAD_SPLITS[split]).read_text(encoding="utf-8"))
+    return [{"title": article["title"],
+             "paragraphs": [{"context": p["context"],
+                             "qas": [{"id": qa["id"], "question": qa["question"],
+                                      "answers": [a["text"] for a in qa["answers"]],
+                                      "answer_starts": [a["answer_start"] for a in qa["answers"]]}
+                                     for qa in p["qas"]]}
+                            for p in article["paragraphs"]]}
+            for article in data["data"]]
+
+
+def split_articles(articles: Sequence[Any], eval_fraction: float,
+                   seed: int = 0) -> tuple[list[Any], list[Any]]:
+    """Split ``articles`` into ``(train, eval)`` by article, so no paragraph is seen on both sides.
+
+    ``round(eval_fraction * len(articles))`` articles (at least one, and at least one left for training), drawn
+    by ``random.Random(seed)``, go to ``eval``; both parts keep the original order. Same input, same split.
+    """
+    if not 0 < eval_fraction < 1:
+        raise ValueError(f"eval_fraction must lie strictly between 0 and 1, got {eval_fraction}")
+    if len(articles) < 2:
+        raise ValueError("split_articles needs at least two articles")
+    n_eval = min(max(1, round(eval_fraction * len(articles))), len(articles) - 1)
+    chosen = set(random.Random(seed).sample(range(len(articles)), n_eval))
+    train = [a for i, a in enumerate(articles) if i not in chosen]
+    evaluation = [a for i, a in enumerate(articles) if i in chosen]
+    return train, evaluation
+
+
+class SquadExample(NamedTuple):
+    """One question with its paragraph: the unit :func:`span_features` turns into windows."""
+    question: str
+    context: str
+    answers: list[str]
+    answer_starts: list[int]
+    qid: str
+
+
+def squad_examples(articles: Sequence[Mapping[str, Any]]) -> list[SquadExample]:
+    """Flatten :func:`squad` articles into one :class:`SquadExample` per question, in file order."""
+    return [SquadExample(qa["question"], p["context"], list(qa["answers"]), list(qa["answer_starts"]), qa["id"])
+            for article in articles for p in article["paragraphs"] for qa in p["qas"]]
+
+
+def copa(root: Root = None) -> list[dict[str, Any]]:
+    """Balanced COPA (Kavumba et al. 2019) over the COPA dev set (Roemmele et al. 2011): 1,000 two-choice items.
+
+    Each item: ``{"id", "premise", "choice1", "choice2", "question" ("cause"/"effect"), "label" (0 or 1),
+    "mirrored"}``. The XML has no mirrored attribute: ids 1-500 are the original COPA dev items and ids 1001-1500
+    their B-COPA mirrors (same alternatives, a new premise for which the other alternative is right), so
+    ``mirrored`` is ``id > 1000``.
+    """
+    tree = ET.parse(_file("copa-balanced", root, "balanced-copa-dev-all.xml"))
+    items = []
+    for item in tree.getroot().iter("item"):
+        i = int(item.get("id"))
+        question = item.get("asks-for")
+        if question not in ("cause", "effect"):
+            raise ValueError(f"copa item {i}: asks-for={question!r}")
+        items.append({"id": i, "premise": item.findtext("p").strip(), "choice1": item.findtext("a1").strip(),
+                      "choice2": item.findtext("a2").strip(), "question": question,
+                      "label": int(item.get("most-plausible-alternative")) - 1, "mirrored": i > 1000})
+    return items
+
+
+# ---------------------------------------------------------------------------------------------------- features
+
+def classification_features(tok: Any, texts_a: Sequence[str], texts_b: Sequence[str] | None,
+                            labels: Sequence[int] | None, max_len: int) -> list[dict[str, Any]]:
+    """``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]`` per example (§4.1): ``input_ids``, ``token_type_ids``,
+    ``labels``.
+
+    The classifier reads the final ``[CLS]`` vector. Pairs too long for ``max_len`` lose tokens from the longer
+    text (:func:`~shoulders.text.bert_inputs.truncate_pair`). ``labels=None`` leaves the key out.
+    """
+    if texts_b is not None and len(texts_b) != len(texts_a):
+        raise ValueError(f"{len(texts_a)} first texts but {len(texts_b)} second texts")
+    if labels is not None and len(labels) != len(texts_a):
+        raise ValueError(f"{len(texts_a)} texts but {len(labels)} labels")
+    features = []
+    for i, a in enumerate(texts_a):
+        b = None if texts_b is None else tok.encode(texts_b[i])
+        ids, segments = pack(tok.encode(a), b, tok.cls_id, tok.sep_id, max_len)
+        feature: dict[str, Any] = {"input_ids": ids, "token_type_ids": segments}
+        if labels is not None:
+            feature["labels"] = int(labels[i])
+        features.append(feature)
+    return features
+
+
+def tagging_features(tok: Any, sentences: Sequence[tuple[Sequence[str], Sequence[str] | None]],
+                     tag_to_id: Mapping[str, int], max_len: int) -> list[dict[str, Any]]:
+    """BERT's first-subword tagging (§5.3): the first piece of each word carries the word's tag, the rest ``-100``.
+
+    Per sentence ``(words, tags)`` (``tags=None`` for unlabelled text: no ``labels`` key) the feature holds
+    ``input_ids``, ``token_type_ids``, ``labels`` (``-100`` at ``[CLS]``, ``[SEP]`` and non-first pieces),
+    ``word_ids`` (per position the word index, ``-1`` at the special tokens), ``n_words`` and ``n_cut``: the
+    words left without a labelled position -- cut off by ``max_len``, or with no piece at all. Their tags are lost
+    to the model; :func:`tagging_predictions` gives them ``"O"``, so entity-level scores count them as missed.
+    ``sum(f["n_cut"] for f in features)`` is the total.
+    """
+    features = []
+    for words, tags in sentences:
+        if tags is not None and len(tags) != len(words):
+            raise ValueError(f"{len(words)} words but {len(tags)} tags")
+        ids, word_index = tok.encode_words(list(words))
+        ids, word_index = list(ids[:max_len - 2]), list(word_index[:max_len - 2])
+        input_ids, segments = pack(ids, None, tok.cls_id, tok.sep_id, max_len)
+        word_ids = [-1, *word_index, -1]
+        firsts = _first_positions(word_ids)
+        feature: dict[str, Any] = {"input_ids": input_ids, "token_type_ids": segments}
+        if tags is not None:
+            labels = [IGNORE] * len(input_ids)
+            for w, position in firsts.items():
+                labels[position] = tag_to_id[tags[w]]
+            feature["labels"] = labels
+        feature.update(word_ids=word_ids, n_words=len(words), n_cut=len(words) - len(firsts))
+        features.append(feature)
+    return features
+
+
+def _first_positions(word_ids: Sequence[int]) -> dict[int, int]:
+    firsts: dict[int, int] = {}
+    for position, w in enumerate(word_ids):
+        w = int(w)
+        if w >= 0 and w not in firsts:
+            firsts[w] = position
+    return firsts
+
+
+def tagging_predictions(features: Sequence[Mapping[str, Any]], logits_or_pred_ids: Any,
+                        id_to_tag: Sequence[str] | Mapping[int, str]) -> list[list[str]]:
+    """One tag per original word from the predictions at each word's first piece; words cut off get ``"O"``.
+
+    ``logits_or_pred_ids``: ``(N, T, K)`` logits or ``(N, T)`` tag ids (a tensor, array or nested lists, ``T`` at
+    least each feature's length -- the padded batch is fine), in the order of ``features``.
+    """
+    preds = torch.as_tensor(logits_or_pred_ids) if not isinstance(logits_or_pred_ids, torch.Tensor) \
+        else logits_or_pred_ids
+    if preds.dim() == 3:
+        preds = preds.argmax(-1)  # (N, T)
+    if preds.dim() != 2 or preds.shape[0] != len(features):
+        raise ValueError(f"expected (N, T) ids or (N, T, K) logits for N={len(features)}, got {tuple(preds.shape)}")
+    out = []
+    for feature, row in zip(features, preds.tolist()):
+        tags = ["O"] * int(feature["n_words"])
+        for w, position in _first_positions(feature["word_ids"]).items():
+            tags[w] = id_to_tag[int(row[position])]
+        out.append(tags)
+    return out
+
+
+_WORD = re.compile("[^ \t\r\n\u202f]+")
+
+
+def _context_words(context: str) -> tuple[list[str], list[int]]:
+    """BERT's run_squad split: words at whitespace (" \\t\\r\\n" and U+202F), and the word of every character
+    (a space belongs to the word before it)."""
+    words: list[str] = []
+    char_to_word: list[int] = []
+    position = 0
+    for match in _WORD.finditer(context):
+        char_to_word += [len(words) - 1] * (match.start() - position) + [len(words)] * (match.end() - match.start())
+        words.append(match.group())
+        position = match.end()
+    char_to_word += [len(words) - 1] * (len(context) - position)
+    return words, char_to_word
+
+
+def _answer_pieces(tok: Any, example: SquadExample, char_to_word: list[int], word_index: list[int],
+                   ids: list[int]) -> tuple[int, int] | None:
+    """The first answer's piece span in the context, or ``None`` (no answer, or an answer without pieces)."""
+    if not example.answers:
+        return None
+    text, start_char = example.answers[0], example.answer_starts[0]
+    start_word = char_to_word[start_char]
+    end_word = char_to_word[min(start_char + len(text), len(char_to_word)) - 1]
+    start, end = bisect_left(word_index, start_word), bisect_right(word_index, end_word) - 1  # word_index sorted
+    if start > end:
+        return None
+    # run_squad's _improve_answer_span: "(1895-1943)." holds the answer "1895" in fewer pieces than its word
+    answer_ids = list(tok.encode(text))
+    for new_start in range(start, end + 1):
+        for new_end in range(end, new_start - 1, -1):
+            if ids[new_start:new_end + 1] == answer_ids:
+                return new_start, new_end
+    return start, end
+
+
+def span_features(tok: Any, examples: Sequence[SquadExample], max_len: int = 384, doc_stride: int = 128,
+                  max_query_len: int = 64) -> list[dict[str, Any]]:
+    """SQuAD windows as in BERT's ``run_squad.py`` (§4.2): ``[CLS] question [SEP] context window [SEP]``.
+
+    The context is split at whitespace into words, the words into pieces (``tok.encode_words``); the question
+    keeps at most ``max_query_len`` pieces. Windows of ``max_len - len(question) - 3`` context pieces start every
+    ``doc_stride`` pieces until one reaches the end, so every piece is in some window. Each feature holds
+    ``input_ids``, ``token_type_ids``, ``start_positions`` / ``end_positions`` (the first answer's first and last
+    piece in this window, narrowed to the answer's own pieces as run_squad's ``_improve_answer_span`` does; both
+    0, ``[CLS]``, when the answer is not wholly inside the window), ``example_index`` (into ``examples``),
+    ``word_ids`` (per position the context word index, ``-1`` at question and special tokens) and
+    ``max_context`` (1 where this window gives the piece its most context -- run_squad's
+    ``_check_is_max_context``; only there may a predicted answer start).
+    """
+    features = []
+    cache: dict[str, tuple[list[int], list[int], list[int]]] = {}  # context -> char_to_word, ids, word_index
+    for index, example in enumerate(examples):
+        if example.context not in cache:
+            words, char_to_word = _context_words(example.context)
+            ids, word_index = tok.encode_words(words)
+            cache[example.context] = char_to_word, list(ids), list(word_index)
+        char_to_word, ids, word_index = cache[example.context]
+        query = list(tok.encode(example.question))[:max_query_len]
+        room = max_len - len(query) - 3
+        if room <= 0:
+            raise ValueError(f"max_len={max_len} leaves no room for the context after {len(query)} question pieces")
+        answer = _answer_pieces(tok, example, char_to_word, word_index, ids)
+        windows = []  # (start, length) in context pieces
+        start = 0
+        while True:
+            length = min(room, len(ids) - start)
+            windows.append((start, length))
+            if start + length >= len(ids):
+                break
+            start += min(length, doc_stride)
+        owner = _max_context_windows(windows, len(ids))
+        offset = len(query) + 2  # [CLS] question [SEP]
+        for w, (start, length) in enumerate(windows):
+            input_ids, segments = pack(query, ids[start:start + length], tok.cls_id, tok.sep_id, max_len)
+            word_ids = [-1] * offset + word_index[start:start + length] + [-1]
+            max_context = [0] * offset + [int(owner[p] == w) for p in range(start, start + length)] + [0]
+            s = e = 0
+            if answer is not None and start <= answer[0] and answer[1] < start + length:
+                s, e = answer[0] - start + offset, answer[1] - start + offset
+            features.append({"input_ids": input_ids, "token_type_ids": segments, "start_positions": s,
+                             "end_positions": e, "example_index": index, "word_ids": word_ids,
+                             "max_context": max_context})
+    return features
+
+
+def _max_context_windows(windows: list[tuple[int, int]], n: int) -> list[int]:
+    """run_squad's ``_check_is_max_context``: per piece, the window where min(left, right) context plus
+    0.01 * window length is largest (the first one on ties)."""
+    if len(windows) == 1:
+        return [0] * n
+    best = [float("-inf")] * n
+    owner = [-1] * n
+    for w, (start, length) in enumerate(windows):
+        for p in range(start, start + length):
+            score = min(p - start, start + length - 1 - p) + 0.01 * length
+            if score > best[p]:
+                best[p], owner[p] = score, w
+    return owner
+
+
+def _padded(values: Any, lengths: list[int], fill: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``(N, T)`` tensor from an ``(N, T')`` tensor/array or one 1-D sequence per feature (``T = max(lengths)``)."""
+    T = max(lengths)
+    if isinstance(values, torch.Tensor) or hasattr(values, "shape"):
+        values = torch.as_tensor(values, dtype=dtype)
+        if values.dim() != 2 or values.shape[0] != len(lengths) or values.shape[1] < T:
+            raise ValueError(f"expected ({len(lengths)}, >={T}) values, got {tuple(values.shape)}")
+        return values[:, :T]
+    rows = [[float(x) for x in row] if isinstance(row, torch.Tensor) else list(row) for row in values]
+    if len(rows) != len(lengths) or any(len(row) < n for row, n in zip(rows, lengths)):
+        raise ValueError(f"expected {len(lengths)} rows at least as long as their features")
+    return torch.tensor([row[:n] + [fill] * (T - n) for row, n in zip(rows, lengths)], dtype=dtype)
+
+
+def _strip_spaces(text: str) -> tuple[str, list[int]]:
+    kept = [(i, c) for i, c in enumerate(text) if not c.isspace()]
+    return "".join(c for _, c in kept), [i for i, _ in kept]
+
+
+def _final_text(tok: Any, words: list[str], pred_ids: list[int]) -> str:
+    """run_squad's ``get_final_text``: cut ``words`` (joined by spaces) down to the predicted pieces.
+
+    The decoded pieces of ``words`` and the words themselves are aligned character by character once spaces are
+    dropped; where that fails (the tokeniser dropped characters, or made ``[UNK]``) the whole words stay.
+    """
+    orig_text = " ".join(words)
+    pred_text = tok.decode(pred_ids).strip()
+    tok_text = tok.decode(tok.encode_words(words)[0]).strip()
+    position = tok_text.find(pred_text)
+    if not pred_text or position < 0:
+        return orig_text
+    orig_ns, orig_map = _strip_spaces(orig_text)
+    tok_ns, tok_map = _strip_spaces(tok_text)
+    if len(orig_ns) != len(tok_ns):
+        return orig_text
+    tok_to_ns = {s: n for n, s in enumerate(tok_map)}
+    end = position + len(pred_text) - 1
+    if position not in tok_to_ns or end not in tok_to_ns:
+        return orig_text
+    return orig_text[orig_map[tok_to_ns[position]]:orig_map[tok_to_ns[end]] + 1]
+
+
+def span_predictions(features: Sequence[Mapping[str, Any]], start_logits: Any, end_logits: Any,
+                     examples: Sequence[SquadExample], max_answer_len: int = 30, tok: Any = None) -> dict[str, str]:
+    """Answer text per question id: the best span over all windows of its example (BERT §4.2).
+
+    A span scores ``start_logits[s] + end_logits[e]``; it must lie in the context, start where its window has the
+    most context for that piece, and span at most ``max_answer_len`` pieces (:func:`shoulders.heads.best_span`).
+    The answer is the original context words from the start piece's word to the end piece's word, joined by
+    single spaces. Given the tokeniser ``tok``, it is then cut down to the predicted pieces as run_squad's
+    ``get_final_text`` does, so "18" can come out of the word "20–18". ``start_logits``, ``end_logits``:
+    ``(N, T)`` (a padded batch is fine) or one 1-D sequence per feature, in the order of ``features``.
+    """
+    from ..heads import best_span  # here: importing shoulders.text does not pull in heads and train
+
+    lengths = [len(f["input_ids"]) for f in features]
+    S, E = _padded(start_logits, lengths, 0.0), _padded(end_logits, lengths, 0.0)  # (N, T)
+    in_context = _padded([f["word_ids"] for f in features], lengths, -1, torch.long) >= 0  # (N, T)
+    max_context = _padded([f["max_context"] for f in features], lengths, 0, torch.long) > 0  # (N, T)
+    S = S.masked_fill(~max_context, float("-inf"))  # a span starts only where its window has the most context
+    starts, ends, scores = [], [], []
+    for k in range(0, len(features), 32):  # best_span holds (B, T, T) scores: 32 features, cut to their length
+        T = max(lengths[k:k + 32])
+        found = best_span(S[k:k + 32, :T], E[k:k + 32, :T], in_context[k:k + 32, :T], max_answer_len)
+        for out, part in zip((starts, ends, scores), found):
+            out.append(part)
+    starts, ends, scores = (torch.cat(parts) for parts in (starts, ends, scores))
+    best: dict[int, int] = {}  # example index -> feature index
+    for i, f in enumerate(features):
+        index = int(f["example_index"])
+        if scores[i] > float("-inf") and (index not in best or scores[i] > scores[best[index]]):
+            best[index] = i
+    answers = {}
+    words: dict[str, list[str]] = {}
+    for index, example in enumerate(examples):
+        if index not in best:
+            answers[example.qid] = ""
+            continue
+        i = best[index]
+        s, e = int(starts[i]), int(ends[i])
+        if example.context not in words:
+            words[example.context] = _context_words(example.context)[0]
+        span = words[example.context][features[i]["word_ids"][s]:features[i]["word_ids"][e] + 1]
+        answers[example.qid] = " ".join(span) if tok is None else _final_text(tok, span,
+                                                                              features[i]["input_ids"][s:e + 1])
+    return answers
+
+
+def choice_features(tok: Any, copa_items: Sequence[Mapping[str, Any]], max_len: int) -> list[dict[str, Any]]:
+    """Two-way multiple choice (BERT's SWAG recipe, §4.4): one ``[CLS] A [SEP] B [SEP]`` per alternative.
+
+    Text A is the premise; text B is the alternative behind a connective -- ``"because"`` when the item asks for
+    the cause, ``"so"`` when it asks for the effect. The connective is our choice: in the SWAG recipe the
+    candidate continues the premise, and the connective turns a COPA alternative into such a continuation
+    ("The man broke his toe. | because he dropped a hammer on his foot."). The alternative keeps its case.
+    Feature: ``{"choices": [{"input_ids", "token_type_ids"}] * 2, "labels"}``; a linear layer scores each
+    choice's ``[CLS]`` vector and a softmax runs over the two.
+    """
+    features = []
+    for item in copa_items:
+        connective = {"cause": "because", "effect": "so"}[item["question"]]
+        premise = tok.encode(item["premise"])
+        choices = []
+        for alternative in (item["choice1"], item["choice2"]):
+            ids, segments = pack(premise, tok.encode(f"{connective} {alternative}"), tok.cls_id, tok.sep_id, max_len)
+            choices.append({"input_ids": ids, "token_type_ids": segments})
+        features.append({"choices": choices, "labels": int(item["label"])})
+    return features
