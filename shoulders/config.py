@@ -83,6 +83,6 @@ def all_configs() -> Iterator[type[Config]]:
     while stack:
         cls = stack.pop()
         stack.extend(cls.__subclasses__())
-        if cls.presets and cls.__module__.startswith("shoulders.") and cls not in seen:
+        if cls.presets and cls.__module__.startswith("shoulders.models.") and cls not in seen:
             seen.append(cls)
     return iter(sorted(seen, key=lambda c: (c.__module__, c.__name__)))

@@ -32,12 +32,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .text.bert_inputs import IGNORE  # padding, special tokens, non-first word pieces: not scored
 from .train.param_groups import freeze, trainable, unfreeze
 
 __all__ = ["Head", "MultipleChoice", "SequenceClassifier", "SpanExtractor", "TokenTagger", "best_span",
            "set_trainable"]
 
-IGNORE = -100  # label of a position that is not scored (padding, special tokens, non-first word pieces)
 
 
 def _output_layer(d_in: int, d_out: int) -> nn.Linear:

@@ -11,7 +11,8 @@ import torch
 
 import shoulders as sh
 from shoulders.config import ConfigError
-from shoulders.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining, BertModel
+from shoulders.models.bert import BertConfig, BertForPreTraining, BertModel
+from shoulders.text.bert_inputs import IGNORE
 from shoulders.models.bert_hf import (config_from_hf, from_pretrained, hf_config, load_hf_state_dict, save_pretrained,
                                       to_hf_state_dict)
 
@@ -97,7 +98,7 @@ def test_pretraining_heads_match_transformers():
     assert max_diff(mlm[keep], want.prediction_logits[keep]) < ATOL
     assert max_diff(nsp, want.seq_relationship_logits) < ATOL
     # and the losses: HF's total loss is the same sum of MLM and NSP cross-entropies
-    labels = torch.full_like(b["input_ids"], IGNORE_INDEX)
+    labels = torch.full_like(b["input_ids"], IGNORE)
     labels[0, 2:5], labels[1, 1] = b["input_ids"][0, 2:5], b["input_ids"][1, 1]
     nsp_labels = torch.tensor([0, 1, 1])
     out = ours(**b, mlm_labels=labels, nsp_labels=nsp_labels)
@@ -260,7 +261,7 @@ def labelled(cfg: BertConfig, model: BertForPreTraining) -> tuple[dict, torch.Te
     with torch.no_grad():
         mlm, _ = model.eval()(**b)
     pred = mlm.argmax(-1)  # (B, T)
-    labels = torch.full_like(b["input_ids"], IGNORE_INDEX)
+    labels = torch.full_like(b["input_ids"], IGNORE)
     for r, t in ((0, 1), (0, 5), (1, 2)):
         labels[r, t] = pred[r, t]
     labels[2, 3] = (pred[2, 3] + 1) % cfg.vocab_size
@@ -282,7 +283,7 @@ def test_loss_dict_and_masked_accuracy():
     assert out["nsp_acc"].item() == pytest.approx((nsp.argmax(-1) == torch.tensor([0, 1, 0])).float().mean().item())
     # only one kind of label: only its entries; nothing to predict: a zero loss, not NaN
     assert set(model(**b, mlm_labels=labels)) == {"loss", "mlm_loss", "mlm_acc"}
-    none = model(**b, mlm_labels=torch.full_like(labels, IGNORE_INDEX))
+    none = model(**b, mlm_labels=torch.full_like(labels, IGNORE))
     assert none["loss"].item() == 0.0 and none["loss"].requires_grad
 
 
@@ -302,7 +303,7 @@ def test_masked_only_projection_equals_full_projection():
         assert torch.allclose(g_fast[n], p.grad, atol=1e-6), n
     with torch.no_grad():
         hidden = model.bert(**b).hidden
-        chosen = labels != IGNORE_INDEX
+        chosen = labels != IGNORE
         assert torch.allclose(model.mlm_logits(hidden[chosen]), model.mlm_logits(hidden)[chosen], atol=1e-6)
 
 

@@ -8,8 +8,8 @@ import random
 import pytest
 import torch
 
-from shoulders.text.bert_inputs import collate, pack
-from shoulders.text.masking import IGNORE, mask_tokens
+from shoulders.text.bert_inputs import IGNORE, collate, pack
+from shoulders.text.masking import mask_tokens
 from shoulders.text.nsp_pairs import IS_NEXT, NOT_NEXT, nsp_pairs, wikitext_detokenize, wikitext_documents
 
 MASK, V, SPECIALS = 4, 1000, 5

@@ -15,9 +15,10 @@ WT2 = MIRROR / "wikitext-2"
 needs_wt2 = pytest.mark.skipif(not (WT2 / "wiki.train.tokens").is_file(), reason=f"no WikiText-2 mirror at {WT2}")
 
 TRICKY = [
-    "Café Résumé naïve", "É CAFÉ", "e\u0301cole", "don't", "U.S. economy , 3.14 @-@ 1 @,@ 000", "İstanbul ŞEHİR",
-    "emoji 😀 here ☃ ok", "x" * 150, "a" + "b" * 99 + " " + "a" * 101, "a[MASK]b [MASK] c [CLS] d[SEP]",
-    "[UNK] = <unk> ; [mask] is not special", "東京タワー 北京 is cjk", "tab\there\u00a0nbsp\u200bzero \x00nul \ufffd",
+    "Café Résumé naïve", "É CAFÉ", "e\u0301cole", "don't", "U.S. economy , 3.14 @-@ 1 @,@ 000",
+    "İstanbul ŞEHİR", "emoji 😀 here ☃ ok", "x" * 150, "a" + "b" * 99 + " " + "a" * 101,
+    "a[MASK]b [MASK] c [CLS] d[SEP]", "[UNK] = <unk> ; [mask] is not special", "東京タワー 北京 is cjk",
+    "tab\there\u00a0nbsp\u200bzero \x00nul \ufffd",
     "…—–“quotes” «guillemets» ¿qué?", "a\x1cb c\u2028d", "   ", "", "Ünïcödé wörds: Straße, façade, smörgåsbord",
 ]
 

@@ -32,13 +32,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import Config, ConfigError
+from ..text.bert_inputs import IGNORE
 from .attention import key_padding_mask
 from .transformer_blocks import ACTIVATIONS, BlockConfig, Encoder
 
-__all__ = ["IGNORE_INDEX", "TURC_SIZES", "BertConfig", "BertEmbeddings", "BertForPreTraining", "BertModel",
+__all__ = ["TURC_SIZES", "BertConfig", "BertEmbeddings", "BertForPreTraining", "BertModel",
            "BertOutput", "MaskedLMHead", "init_bert_weights"]
 
-IGNORE_INDEX = -100  # label of a position that is not predicted (torch's and Hugging Face's convention)
 
 # Turc et al. 2019, Table 6 ("Well-Read Students Learn Better"): (L layers, H hidden size, A heads), d_ff = 4H
 TURC_SIZES: dict[str, tuple[int, int, int]] = {
@@ -126,7 +126,7 @@ class BertConfig(Config):
         if batch_size > 1:
             keep[-1, T - 3:] = False
         ids[~keep], segments[~keep] = self.pad_id, 0
-        labels = torch.full((batch_size, T), IGNORE_INDEX)
+        labels = torch.full((batch_size, T), IGNORE)
         labels[:, 1:3] = ids[:, 1:3]
         ids[:, 1] = 4 % self.vocab_size  # [MASK]
         return {"input_ids": ids, "token_type_ids": segments, "attention_mask": keep, "mlm_labels": labels,
@@ -279,7 +279,7 @@ class BertForPreTraining(nn.Module):
             if mlm_labels.shape != input_ids.shape:
                 raise ValueError(f"mlm_labels {tuple(mlm_labels.shape)} must have the shape of input_ids "
                                  f"{tuple(input_ids.shape)} (-100 where nothing is predicted)")
-            chosen = mlm_labels != IGNORE_INDEX  # (B, T)
+            chosen = mlm_labels != IGNORE  # (B, T)
             if masked_only:
                 logits = self.mlm_logits(out.hidden[chosen])  # (N, V): only the N chosen positions
             else:

@@ -13,7 +13,9 @@ import torch
 
 from .pad import pad_sequences, padding_mask
 
-__all__ = ["collate", "pack", "truncate_pair"]
+__all__ = ["IGNORE", "collate", "pack", "truncate_pair"]
+
+IGNORE = -100  # the label of a position no loss scores (torch's cross_entropy ignore_index; Hugging Face's too)
 
 
 def truncate_pair(a: list[int], b: list[int] | None, budget: int) -> tuple[list[int], list[int] | None]:
@@ -46,7 +48,7 @@ def pack(a: Sequence[int], b: Sequence[int] | None, cls_id: int, sep_id: int,
     return ids, segments
 
 
-def collate(features: Sequence[Mapping[str, Any]], pad_id: int, label_pad: int = -100) -> dict[str, torch.Tensor]:
+def collate(features: Sequence[Mapping[str, Any]], pad_id: int, label_pad: int = IGNORE) -> dict[str, torch.Tensor]:
     """A list of feature dicts -> one batch of right-padded tensors.
 
     Each feature has ``input_ids`` and ``token_type_ids`` (lists of equal length) and optionally more entries:

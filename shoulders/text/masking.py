@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import torch
 
+from .bert_inputs import IGNORE
+
 __all__ = ["IGNORE", "mask_tokens"]
 
-IGNORE = -100  # label of positions that are not predicted (F.cross_entropy's default ignore_index)
 
 
 def mask_tokens(input_ids: torch.Tensor, maskable: torch.Tensor, mask_id: int, vocab_size: int,

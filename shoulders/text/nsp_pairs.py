@@ -86,8 +86,9 @@ def nsp_pairs(documents: Sequence[Sequence[Sequence[int]]], max_len: int, short_
     (``k`` uniform); with probability 1/2 B is the rest of the chunk (IsNext), else B is a random run of
     sentences from another document (NotNext) and the chunk's unused sentences go back to be read again. The
     reference implementation also makes every single-sentence chunk NotNext, which tilts the labels (52% NotNext
-    on WikiText-2); here such a chunk is cut inside its sentence for IsNext, so the labels are a fair coin. Pairs longer than the budget are cut later by
-    :func:`shoulders.text.bert_inputs.pack` (the longer side loses tokens from its end).
+    on WikiText-2); here such a chunk is cut inside its sentence for IsNext, so the labels are a fair coin.
+    Pairs longer than the budget are cut later by :func:`shoulders.text.bert_inputs.pack` (the longer side
+    loses tokens from its end).
     """
     if max_len < 5:
         raise ValueError(f"max_len must leave room for [CLS] A [SEP] B [SEP], got {max_len}")

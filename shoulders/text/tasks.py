@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from .bert_inputs import pack
+from .bert_inputs import IGNORE, pack
 from .corpus import _folder
 
 __all__ = [
@@ -48,7 +48,6 @@ WNUT17_SPLITS = {"train": "wnut17train.conll", "dev": "emerging.dev.conll", "tes
 WNUT17_TAGS = ("O", "B-corporation", "I-corporation", "B-creative-work", "I-creative-work", "B-group", "I-group",
                "B-location", "I-location", "B-person", "I-person", "B-product", "I-product")
 SQUAD_SPLITS = {"dev": "dev-v1.1.json"}
-IGNORE = -100  # label of positions the loss skips (PyTorch's cross_entropy ignore_index)
 
 Root = str | os.PathLike | None
 

@@ -1,0 +1,97 @@
+"""The fine-tuning recipe of chapter 14: batches, predictions in input order, the label-blind loss, the table row."""
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+
+from shoulders import heads
+from shoulders.finetune import (BertFinetuningConfig, FeatureBatches, compare, describe, finetune, predict,
+                                prior_loss, shoulders_table)
+from shoulders.models.bert import BertConfig, BertModel
+
+
+def _features(n: int = 40, seed: int = 0) -> list[dict]:
+    """Sentences of 2-9 tokens; label 1 when token 7 occurs (learnable from the input), with bookkeeping keys."""
+    r = random.Random(seed)
+    out = []
+    for _ in range(n):
+        body = [r.randrange(5, 12) for _ in range(r.randrange(2, 10))]
+        ids = [2, *body, 3]
+        out.append({"input_ids": ids, "token_type_ids": [0] * len(ids), "labels": int(7 in body),
+                    "word_ids": list(range(len(ids)))})
+    return out
+
+
+def test_prior_loss_is_the_entropy_of_the_labels():
+    assert prior_loss([0, 1, 0, 1]) == pytest.approx(math.log(2))
+    assert prior_loss([2, 2, 2]) == pytest.approx(0.0)
+    p = torch.tensor([0.5, 0.25, 0.25])
+    assert prior_loss([0, 0, 1, 2], 5) == pytest.approx(float(-(p * p.log()).sum()))
+
+
+def test_feature_batches_keep_only_the_model_arguments_and_cover_every_feature():
+    feats = _features(50)
+    batches = FeatureBatches(feats, 8, pad_id=0, keys=["input_ids", "token_type_ids", "attention_mask", "labels"])
+    seen = 0
+    for b in batches:
+        assert set(b) == {"input_ids", "token_type_ids", "attention_mask", "labels"}
+        lengths = b["attention_mask"].sum(1)
+        assert int(lengths.max() - lengths.min()) <= 7
+        seen += len(b["labels"])
+    assert seen == 50 and len(batches) == 7
+    with pytest.raises(ValueError, match="no training features"):
+        FeatureBatches([], 8, 0)
+
+
+def test_predict_returns_outputs_in_input_order_and_cut_to_length():
+    torch.manual_seed(0)
+    enc = BertModel(BertConfig.named("tiny", vocab_size=20, max_len=32))
+    feats = _features(12)
+    tagger = heads.TokenTagger(enc, 3)
+    tags = predict(tagger, feats, 0, per_token=True, batch_size=5)
+    for f, t in zip(feats, tags):
+        assert t.shape == (len(f["input_ids"]), 3)
+        alone = tagger.eval()(torch.tensor([f["input_ids"]]))[0]
+        torch.testing.assert_close(t, alone, atol=1e-5, rtol=1e-5)  # padding in the batch changed nothing
+    clf = heads.SequenceClassifier(enc, 2)
+    rows = predict(clf, feats, 0, batch_size=5)
+    assert all(r.shape == (2,) for r in rows)
+
+
+def test_finetune_learns_and_compare_builds_a_row():
+    torch.manual_seed(0)
+    cfg = BertFinetuningConfig.preset("smoke", batch_size=8, epochs=15.0, max_steps=100, lr=3e-3, scratch_lr=3e-3)
+    feats = _features(64)
+    make = lambda enc: heads.SequenceClassifier(enc, 2, dropout=0.0)  # noqa: E731
+    build = lambda: BertModel(BertConfig.named("tiny", vocab_size=20, max_len=32, dropout=0.0,  # noqa: E731
+                                               attn_dropout=0.0))
+
+    def acc(head):
+        logits = torch.stack(predict(head, feats, 0))
+        return 100 * float((logits.argmax(-1) == torch.tensor([f["labels"] for f in feats])).float().mean())
+
+    prior = prior_loss([f["labels"] for f in feats])
+    row = compare(make, {"pre-trained": build, "from scratch": build}, feats, 0, cfg, acc,
+                  {"pre-trained": 3e-3, "from scratch": 3e-3}, metric="acc", baseline=50.0, prior=prior)
+    for name in ("pre-trained", "from scratch"):
+        assert row[name]["steps"] == 100  # 15 epochs of 64 / 8 = 120, capped by max_steps
+        assert row[name]["train_loss"] < prior - 0.1, "the head must fit a learnable toy task"
+    same = ("score", "train_loss", "steps")  # same seed, same initialisation: the two runs are identical
+    assert [row["pre-trained"][k] for k in same] == [row["from scratch"][k] for k in same]
+    assert "acc pre-trained" in describe("toy", row) and "| toy | acc |" in shoulders_table({"toy": row})
+    frozen = make(build())
+    heads.set_trainable(frozen, "frozen")
+    before = [p.detach().clone() for p in frozen.encoder.parameters()]
+    finetune(frozen, feats, 0, cfg, steps=5, progress=False)
+    assert all(torch.equal(a, p) for a, p in zip(before, frozen.encoder.parameters())), "frozen must stay fixed"
+
+
+def test_config_checks_and_steps():
+    cfg = BertFinetuningConfig.preset("cpu")
+    assert cfg.steps_for(1_000) == math.ceil(cfg.epochs * 1_000 / cfg.batch_size)
+    assert cfg.steps_for(10_000_000) == cfg.max_steps
+    with pytest.raises(ValueError, match="warmup_frac"):
+        cfg.replace(warmup_frac=1.5)
