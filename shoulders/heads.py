@@ -175,16 +175,17 @@ def best_span(start_logits: torch.Tensor, end_logits: torch.Tensor, allowed: tor
     if max_answer_len < 1:
         raise ValueError(f"max_answer_len must be >= 1, got {max_answer_len}")
     B, T = start_logits.shape
+    L = min(max_answer_len, T)
     s, e = start_logits.float(), end_logits.float()
-    scores = s[:, :, None] + e[:, None, :]  # (B, T, T): [b, i, j] = s_i + e_j
-    ones = torch.ones(T, T, dtype=torch.bool, device=s.device)
-    valid = ones.triu() & ~ones.triu(max_answer_len)  # (T, T): 0 <= j - i < max_answer_len
     if allowed is not None:
         a = allowed.bool()
-        valid = valid & a[:, :, None] & a[:, None, :]  # (B, T, T)
-    scores = scores.masked_fill(~valid, float("-inf"))
-    score, flat = scores.reshape(B, T * T).max(-1)  # (B,), (B,)
-    return flat // T, flat % T, score
+        s, e = s.masked_fill(~a, float("-inf")), e.masked_fill(~a, float("-inf"))
+    # for every start i, the best end among i .. i + L - 1: a sliding-window max over e, O(B T L) not O(B T^2)
+    padded = torch.cat([e, e.new_full((B, L - 1), float("-inf"))], dim=1)  # (B, T + L - 1)
+    best_e, offset = padded.unfold(1, L, 1).max(-1)  # (B, T, L) -> (B, T): max and first argmax (smallest j)
+    score, start = (s + best_e).max(-1)  # (B,): the first best start (smallest i) wins ties
+    end = start + offset.gather(1, start[:, None])[:, 0]
+    return start, end, score
 
 
 class MultipleChoice(Head):

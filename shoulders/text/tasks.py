@@ -473,7 +473,7 @@ def span_predictions(features: Sequence[Mapping[str, Any]], start_logits: Any, e
     max_context = _padded([f["max_context"] for f in features], lengths, 0, torch.long) > 0  # (N, T)
     S = S.masked_fill(~max_context, float("-inf"))  # a span starts only where its window has the most context
     starts, ends, scores = [], [], []
-    for k in range(0, len(features), 32):  # best_span holds (B, T, T) scores: 32 features, cut to their length
+    for k in range(0, len(features), 32):  # 32 features at a time, each batch cut to its longest feature
         T = max(lengths[k:k + 32])
         found = best_span(S[k:k + 32, :T], E[k:k + 32, :T], in_context[k:k + 32, :T], max_answer_len)
         for out, part in zip((starts, ends, scores), found):
