@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from ._seed import seed as set_seed
 from .config import Config, ConfigError
 from .text.bert_inputs import collate
 from .train.history import History
@@ -191,8 +192,6 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
     cross-entropy, :func:`prior_loss`), ``train examples`` and, per encoder, its ``score``, ``train_loss`` (mean
     of the last 20 updates), ``seconds`` and ``steps``.
     """
-    from ._seed import seed as set_seed
-
     row: dict[str, Any] = {"metric": metric, "baseline": float(baseline), "prior": float(prior),
                            "train examples": len(features)}
     for name, build in encoders.items():

@@ -234,6 +234,8 @@ def test_tagging_predictions_invert_tagging_features(any_tok):
     assert tagging_predictions(features, labels, WNUT17_TAGS) == gold
     logits = torch.nn.functional.one_hot(labels.clamp(min=0), len(WNUT17_TAGS)).float()  # (N, T, K)
     assert tagging_predictions(features, logits, dict(enumerate(WNUT17_TAGS))) == gold
+    per_feature = [row[:len(f["input_ids"])] for row, f in zip(logits, features)]  # (T_i, K) each, as predict gives
+    assert tagging_predictions(features, per_feature, WNUT17_TAGS) == gold
     # truncated: the words that lost their first piece come back as "O", and they are exactly the counted ones
     short = tagging_features(tok, sentences, tag_to_id, max_len=16)
     back = tagging_predictions(short, collate(short, tok.pad_id)["labels"], WNUT17_TAGS)

@@ -163,6 +163,11 @@ def evaluate_pretraining(model: BertForPreTraining, batches: Sequence[dict[str, 
     return {"mlm_acc": correct / total, "mlm_loss": loss_sum / total, "nsp_acc": nsp_correct / nsp_total}
 
 
+def _validation(batches: Sequence[dict[str, torch.Tensor]]) -> Any:
+    """``fit``'s ``evaluate``: :func:`evaluate_pretraining` on ``batches``, names prefixed ``val_``."""
+    return lambda m: {f"val_{k}": v for k, v in evaluate_pretraining(m, batches).items()}
+
+
 def unigram_mlm_baseline(train_documents: Sequence[Sequence[Sequence[int]]],
                          batches: Sequence[dict[str, torch.Tensor]]) -> dict[str, Any]:
     """The unigram-frequency guess: always predict the most frequent training token; its accuracy on ``batches``."""
@@ -184,11 +189,9 @@ def pretrain(cfg: BertPretrainingConfig, tok: Any, train_documents: Sequence[Seq
     if model is None:
         model = BertForPreTraining(cfg.model_config(len(tok), tok.pad_id))
     optimizer = adamw(model, lr=cfg.lr, weight_decay=cfg.weight_decay, eps=cfg.adam_eps)
-    def evaluate(m: BertForPreTraining) -> dict[str, float]:
-        return {f"val_{k}": v for k, v in evaluate_pretraining(m, eval_batches or []).items()}
     history = fit(model, PretrainingBatches(train_documents, tok, cfg), optimizer, steps=cfg.steps,
                   schedule=linear_warmup_decay(cfg.warmup, cfg.steps), clip=cfg.clip,
-                  evaluate=evaluate if eval_batches is not None else None,
+                  evaluate=_validation(eval_batches) if eval_batches is not None else None,
                   eval_every=cfg.eval_every if eval_batches is not None else None, **fit_kwargs)
     return model, history
 
@@ -228,15 +231,18 @@ def wikitext_for_bert(cfg: BertPretrainingConfig, progress: bool = False) -> Wik
 
 
 def pretrained(cfg: BertPretrainingConfig, data: WikiTextForBert | None = None,
+               eval_batches: Sequence[dict[str, torch.Tensor]] | None = None,
                **fit_kwargs: Any) -> tuple[WikiTextForBert, BertForPreTraining, History]:
     """The pre-trained model of this scale: trained once by :func:`pretrain`, then loaded from the model cache.
 
     Chapter 14's two pages (and later chapters) share it; a change of ``cfg`` trains anew. Evaluation every
-    ``cfg.eval_every`` steps on ``cfg.eval_pairs`` fixed WikiText-2 validation pairs (``val_mlm_acc``, ...).
+    ``cfg.eval_every`` steps on ``cfg.eval_pairs`` fixed WikiText-2 validation pairs (``val_mlm_acc``, ...):
+    ``eval_batches``, default :func:`fixed_eval_batches` of ``data``.
     """
     data = data if data is not None else wikitext_for_bert(cfg)
     model = BertForPreTraining(cfg.model_config(len(data.tok), data.tok.pad_id))
-    eval_batches = fixed_eval_batches(data.valid, data.tok, cfg)
+    if eval_batches is None:
+        eval_batches = fixed_eval_batches(data.valid, data.tok, cfg)
 
     def train(m: BertForPreTraining) -> History:
         return pretrain(cfg, data.tok, data.train, eval_batches, model=m, **fit_kwargs)[1]

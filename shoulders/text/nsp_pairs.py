@@ -46,9 +46,9 @@ def wikitext_documents(split: str = "train", root: str | os.PathLike | None = No
     """
     docs: list[list[str]] = []
     for tokens in wikitext2(split, root=root, eos=None):
-        line = " " + " ".join(tokens) + " " if tokens else ""
         if not tokens:
             continue
+        line = " " + " ".join(tokens) + " "
         if _TITLE.match(line) and not _HEADING.match(line):
             if max_documents is not None and len(docs) == max_documents:
                 break

@@ -293,16 +293,24 @@ def tagging_predictions(features: Sequence[Mapping[str, Any]], logits_or_pred_id
     """One tag per original word from the predictions at each word's first piece; words cut off get ``"O"``.
 
     ``logits_or_pred_ids``: ``(N, T, K)`` logits or ``(N, T)`` tag ids (a tensor, array or nested lists, ``T`` at
-    least each feature's length -- the padded batch is fine), in the order of ``features``.
+    least each feature's length -- the padded batch is fine), or one ``(T_i, K)`` / ``(T_i,)`` tensor per feature
+    (what :func:`shoulders.finetune.predict` returns), in the order of ``features``.
     """
-    preds = torch.as_tensor(logits_or_pred_ids) if not isinstance(logits_or_pred_ids, torch.Tensor) \
-        else logits_or_pred_ids
-    if preds.dim() == 3:
-        preds = preds.argmax(-1)  # (N, T)
-    if preds.dim() != 2 or preds.shape[0] != len(features):
-        raise ValueError(f"expected (N, T) ids or (N, T, K) logits for N={len(features)}, got {tuple(preds.shape)}")
+    x = logits_or_pred_ids
+    if isinstance(x, (list, tuple)) and x and isinstance(x[0], torch.Tensor):  # one tensor per feature
+        if len(x) != len(features):
+            raise ValueError(f"expected {len(features)} per-feature predictions, got {len(x)}")
+        rows = [(r.argmax(-1) if r.dim() == 2 else r).tolist() for r in x]
+    else:
+        preds = x if isinstance(x, torch.Tensor) else torch.as_tensor(x)
+        if preds.dim() == 3:
+            preds = preds.argmax(-1)  # (N, T)
+        if preds.dim() != 2 or preds.shape[0] != len(features):
+            raise ValueError(f"expected (N, T) ids or (N, T, K) logits for N={len(features)}, "
+                             f"got {tuple(preds.shape)}")
+        rows = preds.tolist()
     out = []
-    for feature, row in zip(features, preds.tolist()):
+    for feature, row in zip(features, rows):
         tags = ["O"] * int(feature["n_words"])
         for w, position in _first_positions(feature["word_ids"]).items():
             tags[w] = id_to_tag[int(row[position])]
