@@ -82,6 +82,18 @@ def test_finetune_learns_and_compare_builds_a_row():
     same = ("score", "train_loss", "steps")  # same seed, same initialisation: the two runs are identical
     assert [row["pre-trained"][k] for k in same] == [row["from scratch"][k] for k in same]
     assert "acc pre-trained" in describe("toy", row) and "| toy | acc |" in shoulders_table({"toy": row})
+    seeds = compare(make, {"pre-trained": build, "from scratch": build}, feats, 0, cfg, acc,
+                    {"pre-trained": 3e-3, "from scratch": 3e-3}, metric="acc", baseline=50.0, prior=prior,
+                    steps=10, seeds=[0, 1])
+    runs = seeds["pre-trained"]["scores"]
+    one = compare(make, {"pre-trained": build}, feats, 0, cfg, acc, {"pre-trained": 3e-3}, metric="acc",
+                  baseline=50.0, prior=prior, steps=10, seeds=[1])
+    assert len(runs) == 2 and runs[1] == one["pre-trained"]["score"], "run i of the list is the run with seed i"
+    assert seeds["pre-trained"]["score"] == pytest.approx(sum(runs) / 2)
+    assert f"({min(runs):.1f}-{max(runs):.1f})" in shoulders_table({"toy": seeds})
+    assert "mean and range of 2 seeds" in describe("toy", seeds)
+    with pytest.raises(ValueError, match="at least one seed"):
+        compare(make, {"x": build}, feats, 0, cfg, acc, {"x": 1e-3}, metric="acc", baseline=50.0, prior=prior, seeds=[])
     frozen = make(build())
     heads.set_trainable(frozen, "frozen")
     before = [p.detach().clone() for p in frozen.encoder.parameters()]
