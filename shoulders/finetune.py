@@ -208,9 +208,7 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
         scores, train_losses, seconds = [], [], []
         for s in seeds:
             set_seed(s)
-            head = make_head(build())
-            if device is not None:
-                head = head.to(device)
+            head = make_head(build())  # fit moves it to ``device``
             hist = finetune(head, features, pad_id, cfg, lr=lrs[name], steps=steps, device=device, progress=False)
             _, losses = hist.series("loss")
             scores.append(float(score(head)))
