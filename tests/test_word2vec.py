@@ -176,6 +176,61 @@ def test_corpus_batches_and_train_learn(one_thread):
     assert hist.last("lr") < cfg.lr * 0.2  # the linear decay ran
 
 
+def test_skipgram_predict_orients_the_pairs():
+    """predict="centre" (word2vec.c, gensim) yields (context, centre) pairs, "context" the same pairs as
+    (centre, context); a line "a b c" with window 1 has the pairs a-b, b-a, b-c, c-b."""
+    lines = [["a", "b", "c"]]
+    pairs = {}
+    for predict in ("centre", "context"):
+        cfg = w2v.Word2VecConfig(dim=4, window=1, min_count=1, sample=0, batch_words=10, predict=predict)
+        corpus = cfg.prepare(lines)
+        x, y = next(iter(cfg.batches(corpus)))
+        tok = corpus.vocab.tokens
+        pairs[predict] = sorted((tok[i], tok[j]) for i, j in zip(x.tolist(), y.tolist()))
+    assert pairs["context"] == [("a", "b"), ("b", "a"), ("b", "c"), ("c", "b")]  # (input, target)
+    assert pairs["centre"] == pairs["context"]  # the same pairs either way (symmetric windows) ...
+    # ... but under "centre" the target of every pair of a window is that window's centre
+    cfg = w2v.Word2VecConfig(dim=4, window=1, min_count=1, sample=0, batch_words=1, predict="centre",
+                             shuffle_run=0)
+    corpus = cfg.prepare([["a", "b", "c"]])
+    targets = [set(corpus.vocab.tokens[t] for t in y.tolist()) for _, y in cfg.batches(corpus)]
+    assert targets == [{"a"}, {"b"}, {"c"}]
+    with pytest.raises(ConfigError):
+        w2v.Word2VecConfig(predict="both")
+
+
+def test_shuffled_runs_cover_every_centre_once():
+    """shuffle_run = r: an epoch visits every kept token once as a centre, in runs of r consecutive tokens taken
+    in random order (a new order each epoch); its pairs are the in-order epoch's, and the raw-token count for the
+    learning-rate decay still ends at the corpus size."""
+    lines = [[f"w{(7 * i + j) % 50}" for j in range(20)] for i in range(30)]  # 600 tokens, 50 words
+    base = dict(dim=4, window=1, min_count=1, sample=0, batch_words=40, predict="context")  # window 1: b = 1
+    pairs = {}
+    for r in (0, 4):
+        cfg = w2v.Word2VecConfig(**base, shuffle_run=r)
+        corpus = cfg.prepare(lines)
+        got = list(cfg.batches(corpus).epoch(0))
+        raws = [raw for _, raw in got]
+        assert raws == sorted(raws) and raws[-1] == len(corpus) == 600
+        pairs[r] = sorted(zip(torch.cat([b[0] for b, _ in got]).tolist(), torch.cat([b[1] for b, _ in got]).tolist()))
+    assert pairs[4] == pairs[0]  # the same pairs, in another order
+
+    cfg = w2v.Word2VecConfig(**base, shuffle_run=4, arch="cbow")
+    corpus = cfg.prepare(lines)
+
+    def centres(c, epoch):
+        return torch.cat([b[1] for b, _ in c.batches(corpus).epoch(epoch)])
+
+    first = centres(cfg, 0)
+    assert sorted(first.tolist()) == sorted(corpus.ids.tolist())  # every token once as a centre ...
+    assert not torch.equal(first, centres(cfg.replace(shuffle_run=0), 0))  # ... not in corpus order ...
+    assert not torch.equal(first, centres(cfg, 1))  # ... and in a new order every epoch
+    runs = {tuple(corpus.ids[p: p + 4].tolist()) for p in range(0, 600, 4)}
+    assert all(tuple(first[i: i + 4].tolist()) in runs for i in range(0, 600, 4))  # runs of 4 stay together
+    with pytest.raises(ConfigError):
+        w2v.Word2VecConfig(shuffle_run=-1)
+
+
 def test_steps_budget_and_cbow_batches(one_thread):
     lines = [["a", "b", "c", "d", "e"]] * 40
     cfg = w2v.Word2VecConfig(arch="cbow", output="hs", dim=4, window=2, min_count=1, sample=0, batch_words=10)

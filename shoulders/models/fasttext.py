@@ -378,6 +378,7 @@ class SubwordConfig(Word2VecConfig):
     maxn: int = 6
     lr: float = 0.05
     sample: float = 1e-4
+    predict: str = "context"  # fastText's skipgram: the centre word's bag of rows predicts each context word
 
     presets: ClassVar = {
         "smoke": dict(dim=50, buckets=100_000, epochs=5, min_count=3, train_tokens=200_000, vocab_size=8_000),
