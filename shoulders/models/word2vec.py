@@ -360,15 +360,17 @@ class Word2VecConfig(Config):
     # word2vec.c's and gensim's order (the context word's vector predicts the centre): a batch then sums the stale
     # updates of one centre's window on its *output* vector, which is thrown away, and every input vector -- the
     # word vectors kept -- gets one update per pair. "context" reads eq. 1 literally (the centre's vector predicts
-    # each context word) and sums a window's updates on the kept vector instead: measured on WikiText-2 at cpu
-    # scale (5 seeds), analogy 4.69% against 4.78% (benchmarks/word2vec.py)
+    # each context word) and sums a window's updates on the kept vector instead. Measured on WikiText-2 at cpu
+    # scale (benchmarks/word2vec.py, batches in corpus order): analogy 4.69% (5 seeds) against 4.75% (15 seeds),
+    # WS-353 0.337 against 0.349 -- a small difference; the batch order below matters more
     predict: str = "centre"
     # batches of centre words from all over the corpus: runs of this many consecutive (kept) tokens in random
     # order, a new order every epoch; 0 = the corpus in order, as word2vec.c reads it. Sequential SGD can read
     # in order, but a batch computes every update from the same old vectors, and text is bursty: a rare word's
     # few occurrences cluster in one article, so in-order batches give it several summed stale updates where
-    # word2vec.c makes several successive ones. Measured (WikiText-2, cpu scale, 5 seeds, benchmarks/word2vec.py):
-    # analogy 4.71% in order, 5.24% with runs of 10, 5.22% fully shuffled (runs of 1, ~25% slower)
+    # word2vec.c makes several successive ones. Measured (WikiText-2, cpu scale, benchmarks/word2vec.py, 15 seeds):
+    # analogy 4.75% in order, 5.18% with runs of 10 (gensim: 4.87-4.90%); fully shuffled (runs of 1) scored the
+    # same over 5 seeds but ran ~25% slower, since neighbouring windows no longer share rows in the cache
     shuffle_run: int = 10
     sample: float = 1e-3  # -sample: the subsampling threshold t (0 = off)
     sample_rule: str = "word2vec.c"  # or "paper": how t turns into a keep probability (negative_sampling.py)
