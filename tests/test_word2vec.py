@@ -192,7 +192,7 @@ def test_skipgram_predict_orients_the_pairs():
     # ... but under "centre" the target of every pair of a window is that window's centre
     cfg = w2v.Word2VecConfig(dim=4, window=1, min_count=1, sample=0, batch_words=1, predict="centre",
                              shuffle_run=0)
-    corpus = cfg.prepare([["a", "b", "c"]])
+    corpus = cfg.prepare(lines)
     targets = [set(corpus.vocab.tokens[t] for t in y.tolist()) for _, y in cfg.batches(corpus)]
     assert targets == [{"a"}, {"b"}, {"c"}]
     with pytest.raises(ConfigError):

@@ -220,19 +220,19 @@ class Word2VecBatches:
         where = kept.nonzero().squeeze(1)  # (M,) positions of the kept tokens in the raw stream
         ids, sentence = self.corpus.ids[where], self.corpus.sentence[where]
         M, N, r = ids.numel(), len(self.corpus), self.shuffle_run
-        order = None
         if r:  # runs of r consecutive kept tokens, in random order: (M,) positions
             starts = torch.randperm(-(-M // r), generator=g, device=dev) * r
             order = (starts[:, None] + torch.arange(r, device=dev)).reshape(-1)
             order = order[order < M]
+        else:
+            order = torch.arange(M, device=dev)
         for s in range(0, M, self.batch_words):
             e = min(s + self.batch_words, M)
-            if order is None:
-                center, context, mask = window_pairs(ids, sentence, self.window, s, e, g)
-                raw = int(where[e - 1]) + 1 if e < M else N
-            else:
-                center, context, mask = window_pairs(ids, sentence, self.window, generator=g, positions=order[s:e])
-                raw = N * e // M  # the share of the epoch done, in corpus tokens
+            center, context, mask = window_pairs(ids, sentence, self.window, generator=g, positions=order[s:e])
+            if e == M:
+                raw = N
+            else:  # corpus tokens read so far: exact in corpus order, the share of the epoch done when shuffled
+                raw = N * e // M if r else int(where[e - 1]) + 1
             if self.arch == "sg":
                 i, j = mask.nonzero(as_tuple=True)
                 pair = (context[i, j], center[i])  # (P,), (P,): input, target
