@@ -33,7 +33,8 @@ from typing import Callable  # noqa: E402
 
 import torch  # noqa: E402
 
-from shoulders.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining  # noqa: E402
+from shoulders.models.bert import BertConfig, BertForPreTraining  # noqa: E402
+from shoulders.text.bert_inputs import IGNORE  # noqa: E402
 from shoulders.models.bert_hf import hf_config, to_hf_state_dict  # noqa: E402
 
 
@@ -52,7 +53,7 @@ def make_batch(cfg: BertConfig, B: int, T: int, mask_prob: float, device: torch.
     segments = ((torch.arange(T)[None, :] >= lengths[:, None] // 2) & keep).long()  # A then B
     chosen = (torch.rand(B, T, generator=g) < mask_prob) & keep
     chosen[:, 0] = False
-    labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
+    labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE))
     ids[chosen] = 4  # [MASK]
     nsp = torch.randint(0, 2, (B,), generator=g)
     batch = {"input_ids": ids, "token_type_ids": segments, "attention_mask": keep, "mlm_labels": labels,
@@ -121,7 +122,7 @@ def main() -> None:
                 times[name].append(time.perf_counter() - t)
     med = {name: statistics.median(ts) for name, ts in times.items()}
 
-    n_chosen = int((b["mlm_labels"] != IGNORE_INDEX).sum())
+    n_chosen = int((b["mlm_labels"] != IGNORE).sum())
     n_real = int(b["attention_mask"].sum())
     L, H, A = BertConfig.SIZES[args.size]
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, {device}, "

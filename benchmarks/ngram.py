@@ -76,7 +76,7 @@ def arpa_round_trip(train, valid) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "wt2-5gram-mkn.arpa"
         t0 = time.perf_counter()
-        lm.to_arpa(path)
+        ngram.write_arpa(lm, path)
         t1 = time.perf_counter()
         back = ngram.load_arpa(path)
         t2 = time.perf_counter()
@@ -175,7 +175,7 @@ def main() -> None:
     ap.add_argument("--arpa", action="store_true", help="also time writing + reading the 5-gram ARPA file")
     args = ap.parse_args()
     t = time.perf_counter()
-    train, valid, test = (sh.text.wikitext2(s) for s in ("train", "valid", "test"))
+    train, valid, test = (sh.data.wikitext2(s) for s in ("train", "valid", "test"))
     print(f"reading WikiText-2: {time.perf_counter() - t:.2f} s (not counted below); numpy {np.__version__}, "
           f"torch threads {torch.get_num_threads() if torch else '-'}")
     print(f"peak RSS after reading the data: {peak_rss_mb():,.0f} MB")

@@ -4,7 +4,7 @@
     python benchmarks/word2vec.py --epochs 1 --tokens 500000                        # a quick look
     python benchmarks/word2vec.py --threads 1 --workers 1                           # one core each
 
-Both train on the same lines of WikiText-2 train (``sh.text.wikitext2("train", eos=None)``, empty lines
+Both train on the same lines of WikiText-2 train (``sh.data.wikitext2("train", eos=None)``, empty lines
 dropped), with the same vocabulary rule (``min_count``), dimension, window (dynamic, 1..window), k negatives
 from unigram^0.75, subsampling (t = ``--sample``, word2vec.c's keep rule, which gensim uses), epochs, and
 learning rate (0.025 decaying linearly). Both sets of vectors are scored by the *same* functions,
@@ -32,6 +32,7 @@ import torch  # noqa: E402
 
 import shoulders as sh  # noqa: E402
 from shoulders.models import word2vec as w2v  # noqa: E402
+from shoulders.recipes import word_vectors as wv  # noqa: E402
 
 
 def scores(vectors: torch.Tensor, words: list[str]) -> dict[str, float]:
@@ -64,11 +65,11 @@ def run_ours(lines, args, seed: int) -> tuple[dict[str, float], float, int]:
                                     sample=args.sample, sample_rule="word2vec.c", min_count=args.min_count,
                                     epochs=args.epochs, lr=0.025, batch_words=args.batch_words,
                                     share_negatives=args.share_negatives, seed=seed)
-    corpus = cfg.prepare(lines)
+    corpus = wv.prepare(cfg, lines)
     torch.manual_seed(seed)
     model = cfg.build(corpus.counts)
     t = time.perf_counter()
-    w2v.train(model, corpus, cfg, progress=args.progress)
+    wv.train_word2vec(model, corpus, cfg, progress=args.progress)
     seconds = time.perf_counter() - t
     return scores(model.vectors(), corpus.vocab.tokens), seconds, len(corpus.vocab)
 
@@ -93,7 +94,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     lines, total = [], 0
-    for line in sh.text.wikitext2("train", eos=None):
+    for line in sh.data.wikitext2("train", eos=None):
         if line and (args.tokens is None or total < args.tokens):
             lines.append(line)
             total += len(line)

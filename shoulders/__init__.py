@@ -8,24 +8,31 @@ The public surface is small:
 * :func:`show` -- print a package object's source in the page;
 * :func:`setup` -- the first cell of every chapter: seed, sensible CPU threads, and one line naming scale and device.
 
-Subpackages follow the ladder of the book and load on first use: ``shoulders.data`` (dataset registry),
-``shoulders.text`` (vocabularies, tokenisers, LM streams), ``shoulders.models``, ``shoulders.train`` (the one
-training loop), ``shoulders.viz`` (figures and widgets), ``shoulders.config`` (preset dataclasses).
+Subpackages follow the ladder of the book, bottom to top, and load on first use: ``shoulders.config`` (preset
+dataclasses), ``shoulders.data`` (dataset registry and readers), ``shoulders.text`` (vocabularies, tokenisers, LM
+streams, task features), ``shoulders.models`` (pure modules), ``shoulders.heads`` (task heads),
+``shoulders.train`` (the one training loop), ``shoulders.evaluate`` (metrics and the results ledger),
+``shoulders.recipes`` (data + model + loop → a trained artefact), ``shoulders.giants`` (pre-trained models shared
+by later chapters), ``shoulders.viz`` (figures and widgets).
 """
 from __future__ import annotations
 
 import importlib
+import platform
 from typing import Any
+
+import torch
 
 from ._scale import SCALES, ScaleError, scale
 from ._seed import seed
 from ._show import show, source
-from .device import DeviceError, device
+from .device import DeviceError, device, set_threads
 
 __version__ = "0.1.0"
 __all__ = ["SCALES", "DeviceError", "ScaleError", "device", "scale", "seed", "setup", "show", "source", "__version__"]
 
-_SUBMODULES = {"config", "data", "device", "evaluate", "models", "text", "train", "viz", "heads"}
+_SUBMODULES = {"config", "data", "device", "evaluate", "giants", "heads", "models", "presets", "recipes", "text",
+               "train", "viz"}
 
 
 def __getattr__(name: str) -> Any:
@@ -40,12 +47,6 @@ def setup(seed_value: int = 0, threads: int | None = None, quiet: bool = False) 
     Returns the facts printed (``scale``, ``device``, ``threads``, ``torch``) so a notebook can record them
     next to its results.
     """
-    import platform
-
-    import torch
-
-    from .device import set_threads
-
     facts = {
         "scale": scale(),
         "device": str(device()),

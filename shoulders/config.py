@@ -4,14 +4,16 @@ A chapter writes ``cfg = LSTMLMConfig.preset(sh.scale())`` and gets the settings
 ``full``; keyword overrides change single fields (``preset("cpu", lr=3e-3)``) and an unknown field is an error.
 
 Each config lives next to the model it configures (``shoulders/models/rnnlm.py`` holds ``LSTMLMConfig``), the way
-nanoGPT keeps ``GPTConfig`` beside ``GPT``; this module holds only the base class.  A config that can build a
-model also provides ``build()`` and ``example_batch()``, so one test exercises every preset of every chapter
-(one optimisation step on a tiny batch) and no preset rots unseen.
+nanoGPT keeps ``GPTConfig`` beside ``GPT``, or beside the recipe it drives (``shoulders/recipes/bert.py`` holds
+``BertPretrainingConfig``); this module holds only the base class. A config that can build a model also provides
+``build()`` and ``example_batch()``, so one test exercises every preset of every chapter (one optimisation step
+on a tiny batch, and one at the ``full`` shapes) and no preset rots unseen: :func:`shoulders.presets.all_configs`
+lists them.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Iterator, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from ._scale import SCALES, check_scale, scale
 
@@ -27,10 +29,15 @@ class Config:
     """Base class of every chapter config.
 
     Subclasses are dataclasses with defaults for every field and a ``presets`` class variable mapping each scale
-    to the fields that differ from the defaults.
+    to the fields that differ from the defaults; ``page_presets`` (optional) maps each scale to what the chapter
+    page measures and asserts at that scale, so no chapter needs an ``if scale == ...`` branch.
     """
 
     presets: ClassVar[dict[str, dict[str, Any]]] = {}
+    page_presets: ClassVar[dict[str, dict[str, Any]]] = {}
+    """Per scale, what a chapter's page measures and asserts beside training (thresholds of its checks, sizes of
+    side measurements), read as ``cfg.page[...]``. Not fields: a threshold never changes what a config trains,
+    nor the cache key of a giant trained with it."""
 
     @classmethod
     def preset(cls: type[C], scale_name: str | None = None, **overrides: Any) -> C:
@@ -58,6 +65,14 @@ class Config:
         new.scale = getattr(self, "scale", None)
         return new
 
+    @property
+    def page(self) -> dict[str, Any]:
+        """The :attr:`page_presets` of this config's scale (the current scale for a config built by hand)."""
+        name = getattr(self, "scale", None) or scale()
+        if self.page_presets and name not in self.page_presets:
+            raise ConfigError(f"{type(self).__name__} has no page preset for scale {name!r}")
+        return dict(self.page_presets.get(name, {}))
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -66,23 +81,3 @@ class Config:
 
     def validate(self) -> None:
         """Check field values; subclasses raise :class:`ConfigError` with a clear message."""
-
-
-def all_configs() -> Iterator[type[Config]]:
-    """Every concrete config class defined in ``shoulders.models`` (imported here so none is missed)."""
-    import importlib
-    import pkgutil
-
-    from . import models
-
-    for info in pkgutil.iter_modules(models.__path__):
-        importlib.import_module(f"{models.__name__}.{info.name}")
-
-    seen: list[type[Config]] = []
-    stack = list(Config.__subclasses__())
-    while stack:
-        cls = stack.pop()
-        stack.extend(cls.__subclasses__())
-        if cls.presets and cls.__module__.startswith("shoulders.models.") and cls not in seen:
-            seen.append(cls)
-    return iter(sorted(seen, key=lambda c: (c.__module__, c.__name__)))

@@ -54,9 +54,13 @@ def device() -> torch.device:
 
 
 def autocast_dtype(dev: torch.device | str | None = None) -> torch.dtype | None:
-    """bf16 on CUDA (with bf16 support), else ``None`` (train in fp32)."""
+    """bf16 on a CUDA GPU whose hardware has it (Ampere and later), else ``None`` (train in fp32).
+
+    ``torch.cuda.is_bf16_supported()`` also says yes on older GPUs (a T4, Colab's free GPU) where bf16 is only
+    emulated -- slower than fp32 there -- so emulation does not count.
+    """
     dev = torch.device(dev) if dev is not None else device()
-    if dev.type == "cuda" and torch.cuda.is_bf16_supported():
+    if dev.type == "cuda" and torch.cuda.is_bf16_supported(including_emulation=False):
         return torch.bfloat16
     return None
 

@@ -21,8 +21,8 @@ Every head works with any encoder that follows one small protocol (BERT's
     encoder.d_model == d
 
 Given labels a head returns ``{"loss", "acc", "logits"}`` (what :func:`shoulders.train.fit` logs: the scalars);
-without labels it returns the logits. :func:`set_trainable` switches between the three ways to use a pretrained
-model: frozen features, fine-tuning everything, or only the top layers.
+without labels it returns the logits. :func:`shoulders.recipes.finetune.set_trainable` switches between the three
+ways to use a pretrained model: frozen features, fine-tuning everything, or only the top layers.
 """
 from __future__ import annotations
 
@@ -33,10 +33,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from .text.bert_inputs import IGNORE  # padding, special tokens, non-first word pieces: not scored
-from .train.param_groups import freeze, trainable, unfreeze
+from .text.task_features import best_span
 
-__all__ = ["Head", "MultipleChoice", "SequenceClassifier", "SpanExtractor", "TokenTagger", "best_span",
-           "set_trainable"]
+__all__ = ["Head", "MultipleChoice", "SequenceClassifier", "SpanExtractor", "TokenTagger", "best_span"]
 
 
 
@@ -52,9 +51,9 @@ def _output_layer(d_in: int, d_out: int) -> nn.Linear:
 class Head(nn.Module):
     """What every head shares: ``self.encoder``, and an encoder that stays in eval mode while it is frozen.
 
-    With frozen features (:func:`set_trainable` ``"frozen"``) the encoder's dropout must be off, or the
-    "fixed" features would change from one pass to the next; ``fit`` switches the whole model to train mode,
-    so :meth:`train` puts a frozen encoder back into eval mode.
+    With frozen features (:func:`shoulders.recipes.finetune.set_trainable` ``"frozen"``) the encoder's dropout
+    must be off, or the "fixed" features would change from one pass to the next; ``fit`` switches the whole model
+    to train mode, so :meth:`train` puts a frozen encoder back into eval mode.
     """
 
     encoder_frozen: bool = False
@@ -156,38 +155,6 @@ class SpanExtractor(Head):
         return {"loss": loss, "acc": acc, "start_logits": start, "end_logits": end}
 
 
-@torch.no_grad()
-def best_span(start_logits: torch.Tensor, end_logits: torch.Tensor, allowed: torch.Tensor | None = None,
-              max_answer_len: int = 30) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The span (i, j) maximising s_i + e_j with i <= j < i + ``max_answer_len``, both in ``allowed``
-    (Devlin et al. 2019, §4.2; the length cap is ``max_answer_length`` of Google's ``run_squad.py``).
-
-    Args:
-        start_logits, end_logits: (B, T).
-        allowed: (B, T) bool, True where a token may be part of the answer -- the caller marks the context's
-            tokens (not the question, ``[CLS]``, ``[SEP]`` or padding). ``None`` allows every position.
-        max_answer_len: the longest span, in tokens.
-
-    Returns:
-        ``start`` (B,), ``end`` (B,) long, and ``score`` (B,) = s_start + e_end in float32 (``-inf`` for a row
-        with no allowed position, whose span is then (0, 0)). Ties go to the smallest (start, end).
-    """
-    if max_answer_len < 1:
-        raise ValueError(f"max_answer_len must be >= 1, got {max_answer_len}")
-    B, T = start_logits.shape
-    L = min(max_answer_len, T)
-    s, e = start_logits.float(), end_logits.float()
-    if allowed is not None:
-        a = allowed.bool()
-        s, e = s.masked_fill(~a, float("-inf")), e.masked_fill(~a, float("-inf"))
-    # for every start i, the best end among i .. i + L - 1: a sliding-window max over e, O(B T L) not O(B T^2)
-    padded = torch.cat([e, e.new_full((B, L - 1), float("-inf"))], dim=1)  # (B, T + L - 1)
-    best_e, offset = padded.unfold(1, L, 1).max(-1)  # (B, T, L) -> (B, T): max and first argmax (smallest j)
-    score, start = (s + best_e).max(-1)  # (B,): the first best start (smallest i) wins ties
-    end = start + offset.gather(1, start[:, None])[:, 0]
-    return start, end, score
-
-
 class MultipleChoice(Head):
     """Pick one of C candidates (SWAG; Devlin et al. 2019, §4.4): each candidate is packed with the context as
     ``[CLS] context [SEP] candidate [SEP]``, scored by a vector V on its pooled vector, score_c = V · C_c, and the
@@ -210,54 +177,3 @@ class MultipleChoice(Head):
             return logits
         return {"loss": F.cross_entropy(logits, labels),
                 "acc": (logits.argmax(-1) == labels).float().mean(), "logits": logits}
-
-
-MODES = ("frozen", "full", "top")
-
-
-def set_trainable(head: nn.Module, mode: str, top_layers: int = 1) -> tuple[int, int]:
-    """Choose what trains: the three ways to use a pretrained model.
-
-    * ``"frozen"`` -- feature-based: the encoder is frozen entirely (pooler included) and only the head learns
-      (Devlin et al. 2019, §5.3 and Table 7; ELMo's way, Peters et al. 2018).
-    * ``"full"`` -- fine-tuning: every parameter trains (Devlin et al. 2019, §4; Radford et al. 2018, §3.2).
-    * ``"top"`` -- only the top ``top_layers`` encoder layers (with the stack's final LayerNorm, if any), the
-      pooler and the head train; embeddings and lower layers stay frozen (Howard & Ruder 2018, §3.2-3.3, and
-      Peters, Ruder & Smith 2019 compare such partial fine-tuning with the two above).
-
-    The encoder must expose its layers as ``head.encoder.encoder.layers`` (BERT: a shoulders
-    :class:`~shoulders.models.transformer_blocks.Encoder`) and may have a ``pooler``. ``"frozen"`` also keeps a
-    :class:`Head`'s encoder in eval mode (no dropout) whenever the head trains, so the features are truly fixed.
-
-    Returns:
-        ``(trainable, total)`` parameter counts of the head (encoder included).
-    """
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; choose one of {MODES}")
-    encoder = getattr(head, "encoder", None)
-    if not isinstance(encoder, nn.Module):
-        raise AttributeError(f"{type(head).__name__} has no .encoder module: set_trainable needs a task head")
-    unfreeze(head)
-    if isinstance(head, Head):
-        head.encoder_frozen = mode == "frozen"
-        head.train(head.training)
-    if mode == "full":
-        return trainable(head)
-    freeze(encoder)
-    if mode == "frozen":
-        return trainable(head)
-    stack = getattr(encoder, "encoder", None)
-    layers = getattr(stack, "layers", None)
-    if not isinstance(layers, nn.ModuleList):
-        unfreeze(head)
-        raise AttributeError(f"mode='top' needs the encoder's layer list at encoder.encoder.layers (an "
-                             f"nn.ModuleList); {type(encoder).__name__} has none")
-    n = len(layers)
-    if not 0 <= top_layers <= n:
-        unfreeze(head)
-        raise ValueError(f"top_layers must be in 0..{n} (the encoder has {n} layers), got {top_layers}")
-    top = list(layers)[n - top_layers:]  # not layers[-top_layers:], which is every layer when top_layers == 0
-    norm = getattr(stack, "norm", None)  # a pre-LN stack's final LayerNorm sits above the top layer
-    pooler = getattr(encoder, "pooler", None)
-    unfreeze(*top, *[m for m in (norm, pooler) if isinstance(m, nn.Module)])
-    return trainable(head)

@@ -10,7 +10,8 @@ import torch
 
 from shoulders.text.bert_inputs import IGNORE, collate, pack
 from shoulders.text.masking import mask_tokens
-from shoulders.text.nsp_pairs import IS_NEXT, NOT_NEXT, nsp_pairs, wikitext_detokenize, wikitext_documents
+from shoulders.data import mirror_folder, wikitext_detokenize, wikitext_documents
+from shoulders.text.nsp_pairs import IS_NEXT, NOT_NEXT, nsp_pairs
 
 MASK, V, SPECIALS = 4, 1000, 5
 
@@ -78,7 +79,9 @@ def test_mask_tokens_rejects_bad_input():
 
 @pytest.fixture(scope="module")
 def documents():
-    docs = wikitext_documents("train")
+    if mirror_folder("wikitext-2") is None:
+        pytest.skip("no WikiText-2 in the offline mirror: set SHOULDERS_DATA_MIRROR to the book's shared/data folder")
+    docs = wikitext_documents("train", root=mirror_folder("wikitext-2"))
     return [[s.split() for s in d] for d in docs]
 
 

@@ -10,6 +10,7 @@ import torch
 
 import shoulders as sh
 from shoulders.config import Config, ConfigError
+from shoulders.device import autocast_dtype
 
 
 @pytest.mark.parametrize("value", ["smoke", "cpu", "full", " SMOKE "])
@@ -134,3 +135,39 @@ def test_threads_default_shares_the_cores_between_xdist_workers(monkeypatch):
             set_threads()
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("native, want", [(True, torch.bfloat16), (False, None)])
+def test_autocast_is_bf16_only_where_the_gpu_has_it(monkeypatch, native, want):
+    """A T4 (Colab's free GPU) reports bf16 'supported' through slow emulation: train it in fp32 instead."""
+    calls = []
+
+    def fake(including_emulation=True):
+        calls.append(including_emulation)
+        return native or including_emulation  # emulation always "works"
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", fake)
+    assert autocast_dtype("cuda") is want
+    assert calls == [False]
+    assert autocast_dtype("cpu") is None
+
+
+def test_page_presets_are_per_scale_and_not_fields(monkeypatch):
+    @dataclasses.dataclass
+    class Page(Config):
+        lr: float = 1.0
+        presets: ClassVar = {"smoke": {}, "cpu": {}, "full": {}}
+        page_presets: ClassVar = {"smoke": {"margin": 0.02}, "cpu": {"margin": 0.05}, "full": {"margin": 0.05}}
+
+    assert Page.preset("smoke").page == {"margin": 0.02} and Page.preset("cpu").page["margin"] == 0.05
+    assert "margin" not in dataclasses.asdict(Page.preset("cpu"))  # a threshold never changes what trains
+    monkeypatch.setenv("SHOULDERS_SCALE", "cpu")
+    assert Page().page == {"margin": 0.05}  # built by hand: the current scale
+
+    @dataclasses.dataclass
+    class Partial(Config):
+        presets: ClassVar = {"smoke": {}, "cpu": {}, "full": {}}
+        page_presets: ClassVar = {"smoke": {"margin": 0.02}}
+
+    with pytest.raises(ConfigError, match="page preset"):
+        Partial.preset("cpu").page

@@ -2,7 +2,8 @@
 
 Downloads come from a local HTTP server on 127.0.0.1 (ephemeral port) serving in-memory files; test entries
 point at it and are passed to ``path()`` directly, so the global registry is never touched. Tests against the
-real offline mirror run when it sits at ``../shared/data`` next to the repository (CI), and skip otherwise.
+real offline mirror run when ``SHOULDERS_DATA_MIRROR`` names it (CI: ``../shared/data``), and skip otherwise.
+The mirror is read-only: tests with the cache and the mirror in one folder check that nothing there changes.
 """
 from __future__ import annotations
 
@@ -40,8 +41,9 @@ from shoulders.data import (
     UnknownDatasetError,
 )
 
-MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-needs_mirror = pytest.mark.skipif(not MIRROR.is_dir(), reason=f"offline mirror not found at {MIRROR}")
+MIRROR = data.mirror_root()  # the package's own lookup: SHOULDERS_DATA_MIRROR, read before any test unsets it
+needs_mirror = pytest.mark.skipif(MIRROR is None, reason="no offline mirror: set SHOULDERS_DATA_MIRROR to the "
+                                  "book's shared/data folder to check the registry against it")
 
 
 # --------------------------------------------------------------------------------------------------- helpers
@@ -381,6 +383,85 @@ def test_mirror_without_the_dataset_falls_back_to_download(tmp_path: Path, serve
     assert (data.path(ds) / "a.txt").read_bytes() == A
 
 
+# ------------------------------------------------------------------------------------ the mirror is read-only
+def _snapshot(folder: Path) -> dict[str, bytes | None]:
+    """Every path under ``folder`` with its bytes (``None`` for a folder): any write, rename or delete shows."""
+    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else None) for p in sorted(folder.rglob("*"))}
+
+
+@pytest.mark.parametrize("layout", ["same folder", "cache inside mirror", "mirror inside cache"])
+def test_mirror_is_never_written_even_when_it_overlaps_the_cache(tmp_path: Path, dead_url: str, layout: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """With SHOULDERS_DATA and SHOULDERS_DATA_MIRROR on one folder, path() used to write its stamp into the mirror's
+    dataset folder -- and to delete a folder there whose (older) stamp disagreed. Any overlap is now refused."""
+    mirror = tmp_path / "outer" / "shared" if layout == "mirror inside cache" else tmp_path / "shared"
+    root = {"same folder": mirror, "cache inside mirror": mirror / "cache", "mirror inside cache": mirror.parent}
+    (mirror / "good").mkdir(parents=True)
+    (mirror / "good" / "a.txt").write_bytes(A)
+    (mirror / "stale").mkdir()
+    (mirror / "stale" / "a.txt").write_bytes(B)  # not what the entry says, under a stamp as an older run wrote it
+    (mirror / "stale" / ".shoulders-stamp.json").write_text(
+        '{"format": 1, "dataset": "stale", "fingerprint": "0", "source": "an older run", "files": {}}\n')
+    monkeypatch.setenv("SHOULDERS_DATA", str(root[layout]))
+    monkeypatch.setenv("SHOULDERS_DATA_MIRROR", str(mirror))
+    before = _snapshot(tmp_path)
+    for name in ("good", "stale"):
+        ds = entry(name, [local("a.txt", A)], Download(urls=(dead_url,), filename="a.txt", format="file",
+                                                       keep_as="a.txt"))
+        with pytest.raises(MirrorError, match="read-only mirror") as err:
+            data.path(ds)
+        assert "SHOULDERS_DATA" in str(err.value) and "outside the mirror" in str(err.value)
+    assert _snapshot(tmp_path) == before
+
+    monkeypatch.setenv("SHOULDERS_DATA", str(tmp_path / "cache"))  # apart, the mirror is read and left as it was
+    good = entry("good", [local("a.txt", A)], Download(urls=(dead_url,), filename="a.txt", format="file",
+                                                       keep_as="a.txt"))
+    assert (data.path(good) / "a.txt").read_bytes() == A
+    assert {k: v for k, v in _snapshot(tmp_path).items() if not k.startswith("cache")} == before
+
+
+# ---------------------------------------------------------------------------------------- published checksums
+def test_published_checksum_of_an_unpinned_file_is_checked(server: Server, cache: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file with no pinned sha256 or size (WikiText-103's members) is checked against its published sha1."""
+    published = LocalFile("a.txt", None, None, published=Checksum("sha1", hashlib.sha1(A).hexdigest(), "a publisher"))
+
+    def zipped(name: str, blob: bytes) -> Dataset:
+        return entry(name, [published], Download(urls=(server.serve(f"/{name}.zip", blob),), filename="p.zip",
+                                                 format="zip", members=(Member("a.txt", "a.txt"),)))
+
+    folder = data.path(zipped("pub-good", make_zip({"a.txt": A})))
+    assert (folder / "a.txt").read_bytes() == A and data.path(zipped("pub-good", b""), verify=True) == folder
+    with pytest.raises(ChecksumError, match=r"pub-bad: a\.txt .*sha1 [0-9a-f]{40}, expected .*a publisher") as err:
+        data.path(zipped("pub-bad", make_zip({"a.txt": B})))
+    assert err.value.algorithm == "sha1" and err.value.actual == hashlib.sha1(B).hexdigest()
+    assert leftovers(cache) == ["pub-good", "pub-good/.shoulders-stamp.json", "pub-good/a.txt"]
+
+    (tmp_path / "mirror" / "pub-mirror").mkdir(parents=True)
+    (tmp_path / "mirror" / "pub-mirror" / "a.txt").write_bytes(B)
+    monkeypatch.setenv("SHOULDERS_DATA_MIRROR", str(tmp_path / "mirror"))
+    with pytest.raises(MirrorChecksumError, match="sha1"):
+        data.path(zipped("pub-mirror", make_zip({"a.txt": A})))
+
+
+# ------------------------------------------------------------------------------------ the full-scale corpora
+@pytest.mark.parametrize("name", [n for n in data.names() if data.info(n).scales == ("full",)])
+def test_full_only_dataset_offline_names_the_scale_that_needs_it(name: str, dead_url: str, cache: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    ds = data.info(name)
+    offline = dataclasses.replace(ds, downloads=tuple(dataclasses.replace(d, urls=(dead_url,)) for d in ds.downloads))
+    (tmp_path / "mirror").mkdir()
+    monkeypatch.setenv("SHOULDERS_DATA_MIRROR", str(tmp_path / "mirror"))  # a mirror that lacks it, as the book's does
+    with pytest.raises(DownloadError) as err:
+        data.path(offline)
+    message = str(err.value)
+    assert (f"{name} is needed only at SHOULDERS_SCALE=full ({ds.needed_by}); it is not in the offline mirror"
+            in message), message
+    assert "Connection refused" in message and str(cache / "downloads" / ds.downloads[0].filename) in message
+    assert f"has no '{name}' folder" in message
+    assert leftovers(cache) == []
+
+
 # ------------------------------------------------------------------------------------------- unsafe archives
 @pytest.mark.parametrize("evil", ["../evil.txt", "sub/../../evil.txt", "ABSOLUTE", "..\\evil.txt", "link"])
 def test_zip_with_escaping_member_is_refused(server: Server, cache: Path, tmp_path: Path, evil: str) -> None:
@@ -481,7 +562,8 @@ def test_unknown_name_lists_names_and_suggests() -> None:
 
 def test_names_aliases_and_credits() -> None:
     assert data.names() == ("wikitext-2", "tiny-shakespeare", "sst2-glue", "sst-trees", "wnut17", "squad-v1.1",
-                            "snli", "multi30k", "tatoeba-fra-eng", "copa-balanced", "text8")
+                            "snli", "multi30k", "tatoeba-fra-eng", "copa-balanced", "text8", "wikitext-103", "imdb",
+                            "snli-train", "squad-v1.1-train")
     assert data.info("SST-2").name == "sst2-glue" and data.info("squad").name == "squad-v1.1"
     assert data.info("WikiText2").name == "wikitext-2" and data.info(data.info("snli")) is data.info("snli")
     rows = data.credits()
@@ -495,7 +577,14 @@ def test_names_aliases_and_credits() -> None:
 def test_registry_entries_are_well_formed() -> None:
     text8 = data.info("text8")
     assert not text8.mirrored and text8.files[0].sha256 is None and text8.files[0].size == 100_000_000
-    assert text8.downloads[0].size == 31_344_016 and text8.downloads[0].checksum is None
+    assert text8.downloads[0].size == 31_344_016  # and GluonNLP's published sha1s of the zip and of its member
+    assert str(text8.downloads[0].checksum) == "sha1:6c70299b93b7e1f927b42cd8f6ac1a31547c7a2e"
+    assert str(text8.files[0].published) == "sha1:0dc3edebc970dcc96137e7deda4d9995af9d93de"
+    full_only = [n for n in data.names() if data.info(n).scales == ("full",)]
+    assert full_only == ["text8", "wikitext-103", "imdb", "snli-train", "squad-v1.1-train"]
+    for name in full_only:  # not mirrored, and the error when missing names the chapters that need them
+        assert not data.info(name).mirrored and "chapter" in data.info(name).needed_by
+    assert all(data.info(n).scales == ("smoke", "cpu", "full") for n in data.names() if n not in full_only)
     for ds in data.REGISTRY.values():
         assert ds.downloads and ds.citations and ds.licence and ds.homepage.startswith("http")
         for download in ds.downloads:
@@ -506,6 +595,12 @@ def test_registry_entries_are_well_formed() -> None:
         entry("broken", [local("a.txt", A)], Download(urls=("http://x/",), filename="b", format="file", keep_as="b"))
     with pytest.raises(ValueError, match="relative"):
         LocalFile("../a.txt", 1, sha256(A))
+    with pytest.raises(ValueError, match="nothing vouches"):  # no fact about the file, no checksum of its download
+        entry("unvouched", [LocalFile("a.txt", None, None)], Download(urls=("http://x/",), filename="a.zip",
+                                                                     format="zip", members=(Member("a", "a.txt"),)))
+    with pytest.raises(ValueError, match="scales"):
+        dataclasses.replace(entry("scaled", [local("a.txt", A)], Download(
+            urls=("http://x/",), filename="a", format="file", keep_as="a.txt")), scales=("huge",))
 
 
 # -------------------------------------------------------------------------------------- the real mirror
@@ -529,6 +624,8 @@ def test_registry_facts_equal_the_mirror(name: str) -> None:
         assert (len(blob), sha256(blob)) == (item.size, item.sha256), item.name
         if item.content_sha256:
             assert sha256(gzip.decompress(blob)) == item.content_sha256, item.name
+        if item.published:  # e.g. GluonNLP's sha1 of each WikiText-2 member: the mirror's file is that file
+            assert hashlib.new(item.published.algorithm, blob).hexdigest() == item.published.value, item.name
 
 
 @needs_mirror

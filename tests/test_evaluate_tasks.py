@@ -1,9 +1,36 @@
-"""SQuAD v1.1 EM/F1 and entity-level F1 against hand-computed values."""
+"""Classification accuracy and the majority baseline, SQuAD v1.1 EM/F1 and entity-level F1 against
+hand-computed values."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
+import torch
 
-from shoulders.evaluate import entity_f1, squad_em_f1, squad_normalize
+from shoulders.evaluate import accuracy, entity_f1, majority_baseline, squad_em_f1, squad_normalize
+
+
+def test_accuracy_of_labels_and_of_scores():
+    assert accuracy([1, 0, 2, 2], [1, 1, 2, 0]) == 0.5
+    assert accuracy(torch.tensor([1, 0, 2]), np.array([1, 0, 2])) == 1.0
+    scores = torch.tensor([[0.1, 0.9], [2.0, -1.0], [0.3, 0.4]])  # (N, C): argmax 1, 0, 1
+    assert accuracy(scores, torch.tensor([1, 1, 1])) == pytest.approx(2 / 3)
+    assert accuracy(scores.numpy(), [1, 0, 1]) == 1.0
+    assert accuracy(["pos", "neg"], ["pos", "pos"]) == 0.5
+    with pytest.raises(ValueError, match="2 predictions but 3"):
+        accuracy([1, 0], [1, 0, 1])
+    with pytest.raises(ValueError):
+        accuracy([], [])
+
+
+def test_majority_baseline_predicts_the_training_majority():
+    train = [0, 1, 1, 1, 2]  # majority: 1
+    assert majority_baseline(train, [1, 0, 1, 2]) == 0.5
+    assert majority_baseline(train, [0, 0]) == 0.0  # the eval set's own majority is not used
+    assert majority_baseline([0, 1, 1, 0], [0, 1, 1]) == pytest.approx(1 / 3)  # a tie: the label met first
+    dev = torch.tensor([1, 0, 0, 1, 0])  # (dev, dev): the share of the largest class
+    assert majority_baseline(dev, dev) == pytest.approx(3 / 5)
+    with pytest.raises(ValueError):
+        majority_baseline([], [0])
 
 
 @pytest.mark.parametrize("text, expected", [

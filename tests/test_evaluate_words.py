@@ -1,10 +1,15 @@
-"""Word-vector evaluation: 3CosAdd analogies, Spearman similarity, nearest neighbours, gensim's data files."""
+"""Word-vector evaluation: 3CosAdd analogies, Spearman similarity, nearest neighbours, group precision, and
+gensim's data files (read by shoulders.data.word_tests)."""
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
 
 from shoulders import evaluate
+from shoulders.data import word_tests
+from shoulders.evaluate.words import _word_index
 
 # a toy space where king - man + woman = queen and paris - france + italy = rome exactly
 WORDS = ["king", "queen", "man", "woman", "paris", "france", "rome", "italy", "Apple", "apple"]
@@ -44,9 +49,9 @@ def test_analogy_excludes_the_question_words_and_restricts():
 
 
 def test_case_folding_takes_the_first_row():
-    rows = evaluate._word_index(WORDS, lower=True)
+    rows = _word_index(WORDS, lower=True)
     assert rows["apple"] == 8  # "Apple" (row 8) comes first
-    assert evaluate._word_index(WORDS, lower=False)["apple"] == 9
+    assert _word_index(WORDS, lower=False)["apple"] == 9
 
 
 def test_spearman_against_scipy():
@@ -80,14 +85,69 @@ def test_nearest_neighbors():
 
 def test_gensim_files():
     pytest.importorskip("gensim")
-    qs = evaluate.read_analogies()
+    qs = word_tests.read_analogies()
     assert len(qs) == 19544 and qs[0] == ("capital-common-countries", ("Athens", "Greece", "Baghdad", "Iraq"))
     assert sum(s.startswith("gram") for s, _ in qs) == 10675  # Mikolov et al. 2013a: 8869 semantic, 10675 syntactic
-    ws = evaluate.read_similarity(str(evaluate.gensim_test_file("wordsim353")))
-    sl = evaluate.read_similarity(str(evaluate.gensim_test_file("simlex999")))
+    ws = word_tests.read_similarity(str(word_tests.gensim_test_file("wordsim353")))
+    sl = word_tests.read_similarity("simlex999")  # a name means gensim's copy
     assert len(ws) == 353 and len(sl) == 999
+    assert word_tests.read_analogies(word_tests.gensim_test_file("questions-words")) == qs
     with pytest.raises(ValueError):
-        evaluate.gensim_test_file("toefl")
+        word_tests.gensim_test_file("toefl")
+    # the old names under shoulders.evaluate stay, for the chapters that call them there
+    assert evaluate.read_analogies is word_tests.read_analogies and evaluate.gensim_test_file("wordsim353").is_file()
+
+
+def test_readers_on_small_files(tmp_path):
+    (tmp_path / "q.txt").write_text(": capital\nAthens Greece Rome Italy\n: gram1-x\na b c d\n", encoding="utf-8")
+    assert word_tests.read_analogies(tmp_path / "q.txt") == [("capital", ("Athens", "Greece", "Rome", "Italy")),
+                                                             ("gram1-x", ("a", "b", "c", "d"))]
+    (tmp_path / "s.tsv").write_text("# comment\ncup\tmug\t8.5\nbig large 9\n", encoding="utf-8")
+    assert word_tests.read_similarity(tmp_path / "s.tsv") == [("cup", "mug", 8.5), ("big", "large", 9.0)]
+    (tmp_path / "bad.txt").write_text("a b c\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="4 words"):
+        word_tests.read_analogies(tmp_path / "bad.txt")
+
+
+def test_group_precision_closed_form():
+    # group 1 (a, b, c) sits along e0 with a distractor d *on* e0, nearer to each of them than they are to each
+    # other: with k = 2 each of a, b, c has d and one group word as neighbours -> 3 hits of 6. Group 2 (x, y, z)
+    # is alone along e1: 6 of 6. Pooled over words: 9 / 12.
+    e = torch.eye(8)
+    vecs = torch.stack([e[0] + 0.01 * e[2], e[0] + 0.02 * e[3], e[0] + 0.03 * e[4], e[0],
+                        e[1], e[1] + 0.1 * e[5], e[1] + 0.2 * e[6], e[7]])
+    words = ["a", "b", "c", "d", "x", "y", "z", "w"]
+    groups = [("a", "b", "c"), ("x", "y", "z")]
+    assert evaluate.group_precision(vecs, words, k=2, groups=groups) == pytest.approx(9 / 12)
+    assert evaluate.group_precision(vecs, words, k=1, groups=groups) == pytest.approx(3 / 6)  # a, b, c -> d
+    # k = 3: a, b, c find d and both others (3 x 2 hits); x, y, z both others and one outsider (3 x 2): 12 / 18
+    assert evaluate.group_precision(vecs, words, k=3, groups=groups) == pytest.approx(12 / 18)
+    mapping = {w: i for i, w in enumerate(words)}  # token -> row works as well as a list
+    assert evaluate.group_precision(vecs, mapping, k=2, groups=groups) == pytest.approx(9 / 12)
+    # a group with fewer than 3 words in the vocabulary is left out; none left -> NaN
+    assert evaluate.group_precision(vecs, words, k=2, groups=[("a", "b", "c"), ("x", "y", "unknown")]) == 0.5
+    assert math.isnan(evaluate.group_precision(vecs, words, groups=[("a", "b", "nope")]))
+
+
+def test_group_precision_default_groups_and_case():
+    # months along one direction, number words along another: every neighbour is in the group, P@5 = 1. The
+    # vocabulary is lower case (text8): the group words are found by their lowercased form.
+    g = torch.Generator().manual_seed(0)
+    months, numbers = [w.lower() for w in evaluate.GROUPS[0]], list(evaluate.GROUPS[1])
+    filler = [f"w{i}" for i in range(30)]
+    words = months + numbers + filler
+    vecs = torch.randn(len(words), 16, generator=g) * 0.05
+    vecs[: len(months), 0] += 1.0
+    vecs[len(months): len(months) + len(numbers), 1] += 1.0
+    vecs[len(months) + len(numbers):] += torch.randn(len(filler), 16, generator=g)
+    assert evaluate.group_precision(vecs, words) == pytest.approx(1.0)
+    # an exact casing wins over the lowercased one: "May" (the month, row 0) and "may" (the verb, far away)
+    cased = ["May", "may"] + [w.capitalize() for w in months if w != "may"] + numbers + filler
+    vecs2 = torch.cat([vecs[:1], 5 * torch.randn(1, 16, generator=g), vecs[1:]])
+    assert evaluate.group_precision(vecs2, cased) == pytest.approx(1.0)
+    # random vectors: about (group size - 1) / |V|
+    rand = torch.randn(2000, 16, generator=g)
+    assert evaluate.group_precision(rand, words + [f"r{i}" for i in range(2000 - len(words))]) < 0.1
 
 
 def test_analogy_agrees_with_gensim():

@@ -7,6 +7,7 @@ import torch
 from shoulders.config import ConfigError
 from shoulders.models import fasttext as ft
 from shoulders.models.negative_sampling import NegativeSampling
+from shoulders.recipes import word_vectors as wv
 from shoulders.text.vocab import Vocab
 
 
@@ -127,18 +128,16 @@ def test_subword_sgd_step_is_fasttexts_rule(one_thread):
 def test_subword_training_shares_ngrams(one_thread):
     """'walking' and 'talking' appear in different contexts but share n-grams; after training on a tiny corpus
     the loss falls and an unseen 'stalking' is closer to them than to 'xyz'."""
-    from shoulders.models.word2vec import train
-
     g = torch.Generator().manual_seed(0)
     lines = []
     for _ in range(200):
         r = float(torch.rand((), generator=g))
         lines.append(["p", "walking", "q"] if r < 0.4 else ["p", "talking", "q"] if r < 0.8 else ["u", "xyz", "v"])
     cfg = _subword_model(epochs=10)
-    corpus = cfg.prepare(lines)
+    corpus = wv.prepare(cfg, lines)
     model = cfg.build(corpus.vocab.tokens, corpus.counts)
     assert isinstance(model.out, NegativeSampling)  # the shared sampler, not a copy
-    hist = train(model, corpus, cfg, progress=False)
+    hist = wv.train_word2vec(model, corpus, cfg, progress=False)
     assert hist.series("loss")[1][-1] < hist.series("loss")[1][0]
     unit = torch.nn.functional.normalize
     s = unit(model.word_vector("stalking"), dim=0)
@@ -165,7 +164,7 @@ def test_train_classifier_with_sgd_and_linear_decay(one_thread):
     ids, offsets = ft.encode_texts(texts, vocab, cfg.buckets)
     torch.manual_seed(0)
     model = cfg.build()
-    hist = ft.train_classifier(model, ft.ClassificationBatches(ids, offsets, labels, cfg.batch_size), cfg,
+    hist = wv.train_classifier(model, ft.ClassificationBatches(ids, offsets, labels, cfg.batch_size), cfg,
                                progress=False, device="cpu")
     assert len(hist) == 40 * 4 and hist.last("lr/0") < 0.01
     assert bool((model.predict(ids, offsets) == labels).all())

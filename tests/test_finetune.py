@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from shoulders import heads
-from shoulders.finetune import (BertFinetuningConfig, FeatureBatches, compare, describe, finetune, predict,
-                                prior_loss, shoulders_table)
 from shoulders.models.bert import BertConfig, BertModel
+from shoulders.recipes.finetune import (BertFinetuningConfig, FeatureBatches, compare, describe, finetune, predict,
+                                        prior_loss, set_trainable, shoulders_table)
 
 
 def _features(n: int = 40, seed: int = 0) -> list[dict]:
@@ -95,7 +95,7 @@ def test_finetune_learns_and_compare_builds_a_row():
     with pytest.raises(ValueError, match="at least one seed"):
         compare(make, {"x": build}, feats, 0, cfg, acc, {"x": 1e-3}, metric="acc", baseline=50.0, prior=prior, seeds=[])
     frozen = make(build())
-    heads.set_trainable(frozen, "frozen")
+    set_trainable(frozen, "frozen")
     before = [p.detach().clone() for p in frozen.encoder.parameters()]
     finetune(frozen, feats, 0, cfg, steps=5, progress=False)
     assert all(torch.equal(a, p) for a, p in zip(before, frozen.encoder.parameters())), "frozen must stay fixed"

@@ -6,6 +6,7 @@ import torch
 
 from shoulders.config import ConfigError
 from shoulders.models import glove
+from shoulders.recipes import word_vectors as wv
 
 
 def test_cooccurrence_by_hand():
@@ -78,7 +79,7 @@ def test_training_recovers_a_low_rank_log_matrix(one_thread):
     cfg = glove.GloVeConfig(dim=4, vocab_size=V, lr=0.1, batch_size=72)
     torch.manual_seed(0)
     model = cfg.build(V)
-    hist = glove.train(model, cooc, cfg, epochs=150, progress=False, device="cpu")
+    hist = wv.train_glove(model, cooc, cfg, epochs=150, progress=False, device="cpu")
     losses = hist.series("loss")[1]
     assert losses[-1] < 0.01 * losses[0] and losses[-1] < 0.02, (losses[0], losses[-1])
 

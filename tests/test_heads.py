@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from shoulders.heads import (MultipleChoice, SequenceClassifier, SpanExtractor, TokenTagger, best_span,
-                             set_trainable)
+from shoulders.heads import MultipleChoice, SequenceClassifier, SpanExtractor, TokenTagger, best_span
+from shoulders.recipes.finetune import set_trainable
 
 V, D, T, L = 30, 16, 10, 3
 

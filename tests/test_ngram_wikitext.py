@@ -2,19 +2,17 @@
 Kneser-Ney beats add-k and interpolation, and the scored tokens are the stream's tokens."""
 from __future__ import annotations
 
-import os
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from shoulders.data import mirror_folder, wikitext2
 from shoulders.models import ngram
-from shoulders.text import wikitext2
 
-MIRROR = Path(os.environ.get("SHOULDERS_DATA_MIRROR", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
-WT2 = MIRROR / "wikitext-2"
-pytestmark = pytest.mark.skipif(not (WT2 / "wiki.train.tokens").is_file(), reason=f"no WikiText-2 mirror at {WT2}")
+WT2 = mirror_folder("wikitext-2")  # SHOULDERS_DATA_MIRROR/wikitext-2, or None
+pytestmark = pytest.mark.skipif(WT2 is None, reason="no WikiText-2 in the offline mirror: set SHOULDERS_DATA_MIRROR "
+                                "to the book's shared/data folder")
 
 TRAIN_LINES, VALID_LINES = 6000, 600  # ~340k / ~35k tokens: the whole file takes ~4 s to count, this ~0.5 s
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import shoulders as sh
-from shoulders.config import all_configs
+from shoulders.presets import all_configs
 
 CASES = [(cls, s) for cls in all_configs() for s in sh.SCALES]
 
@@ -20,6 +20,8 @@ def test_configs_are_discovered():
 def test_preset_builds_and_takes_one_step(cls, scale):
     cfg = cls.preset(scale)
     assert cfg.scale == scale
+    if not hasattr(cfg, "build"):  # hyper-parameters only (BertFinetuningConfig): the preset builds, no model to step
+        return
     sh.seed(0)
     model = cfg.build()
     batch = cfg.example_batch()

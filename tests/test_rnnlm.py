@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 import shoulders as sh
-from shoulders.models.rnnlm import LSTMLM, RNNLM, CarryState, LSTMLMConfig, RNNLMConfig, detach_state
+from shoulders.models.rnnlm import LSTMLM, RNNLM, LSTMLMConfig, RNNLMConfig
+from shoulders.train import CarryState, detach_state
 from shoulders.text import LMStream
 
 

@@ -1,4 +1,5 @@
-"""shoulders.text.tasks: the fine-tuning readers (counts against the registry) and BERT features per task."""
+"""BERT's fine-tuning tasks: the readers of shoulders.data (counts against the registry) and the features of
+shoulders.text.task_features per task."""
 from __future__ import annotations
 
 import functools
@@ -6,22 +7,26 @@ import re
 import string
 import unicodedata
 from collections import Counter
-from pathlib import Path
-
 import pytest
 import torch
 
+from shoulders.data import SNLI_LABELS, WNUT17_TAGS, copa, mirror_root, snli, squad, sst2, wnut17
 from shoulders.text.bert_inputs import collate
-from shoulders.text.tasks import (
-    SNLI_LABELS, WNUT17_TAGS, SquadExample, choice_features, classification_features, copa, snli, span_features,
-    span_predictions, split_articles, squad, squad_examples, sst2, tagging_features, tagging_predictions, wnut17,
+from shoulders.text.task_features import (
+    SquadExample, choice_features, classification_features, span_features, span_predictions, split_articles,
+    squad_examples, tagging_features, tagging_predictions,
 )
 
-MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+MIRROR = mirror_root()  # SHOULDERS_DATA_MIRROR, as the package reads it
+
+
+def _in_mirror(name: str, filename: str) -> bool:
+    return MIRROR is not None and (MIRROR / name / filename).is_file()
 
 
 def _needs(name: str, filename: str):
-    return pytest.mark.skipif(not (MIRROR / name / filename).is_file(), reason=f"no {name} mirror at {MIRROR}")
+    return pytest.mark.skipif(not _in_mirror(name, filename), reason=f"no {name}/{filename} in the offline mirror: "
+                              "set SHOULDERS_DATA_MIRROR to the book's shared/data folder")
 
 
 needs_sst2 = _needs("sst2-glue", "train.tsv")
@@ -85,9 +90,8 @@ def tok():
 def wordpiece():
     """The book's WordPiece, trained on 300 SQuAD paragraphs and the WNUT-17 training words (2,000 pieces)."""
     wp = pytest.importorskip("shoulders.text.wordpiece")
-    if not all((MIRROR / d / f).is_file() for d, f in (("squad-v1.1", "dev-v1.1.json"),
-                                                      ("wnut17", "wnut17train.conll"))):
-        pytest.skip("no SQuAD / WNUT-17 mirror")
+    if not (_in_mirror("squad-v1.1", "dev-v1.1.json") and _in_mirror("wnut17", "wnut17train.conll")):
+        pytest.skip("no SQuAD / WNUT-17 in the offline mirror: set SHOULDERS_DATA_MIRROR to the book's shared/data")
     contexts = sorted({e.context for e in squad_examples(squad("dev", root=MIRROR / "squad-v1.1"))})[:300]
     tweets = [" ".join(w) for w, _ in wnut17("train", root=MIRROR / "wnut17")]
     return wp.WordPiece.train(contexts + tweets, vocab_size=2_000)
@@ -155,8 +159,10 @@ def test_squad_counts():
     assert len({e.qid for e in examples}) == 10_570
     assert examples[0].answers[0] == "Denver Broncos" and examples[0].answer_starts[0] == 177
     assert all(e.context[s:s + len(a)] == a for e in examples for a, s in zip(e.answers, e.answer_starts))
-    with pytest.raises(ValueError, match="dev set only"):
-        squad("train", root=MIRROR / "squad-v1.1")
+    with pytest.raises(FileNotFoundError, match=r"squad-v1\.1-train: .*train-v1\.1\.json is missing"):
+        squad("train", root=MIRROR / "squad-v1.1")  # the training set is the full-scale entry squad-v1.1-train
+    with pytest.raises(ValueError, match="split"):
+        squad("test", root=MIRROR / "squad-v1.1")
 
 
 @needs_copa

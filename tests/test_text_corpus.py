@@ -1,16 +1,16 @@
-"""shoulders.text corpus readers: WikiText-2 counts (if the mirror exists) and the line convention."""
+"""The corpus readers of shoulders.data: WikiText-2 counts (from the offline mirror) and the line convention."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
-from shoulders.text import Vocab, lm_stream, tiny_shakespeare, wikitext2
+import shoulders.data.provide
+from shoulders.data import mirror_folder, multi30k, tiny_shakespeare, wikitext2
+from shoulders.text import Vocab, lm_stream
 
-MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-WT2 = MIRROR / "wikitext-2"
-SHAKESPEARE = MIRROR / "tiny-shakespeare"
-needs_wt2 = pytest.mark.skipif(not (WT2 / "wiki.train.tokens").is_file(), reason=f"no WikiText-2 mirror at {WT2}")
+WT2 = mirror_folder("wikitext-2")  # SHOULDERS_DATA_MIRROR/wikitext-2, or None
+SHAKESPEARE = mirror_folder("tiny-shakespeare")
+MIRROR_HINT = "set SHOULDERS_DATA_MIRROR to the book's shared/data folder"
+needs_wt2 = pytest.mark.skipif(WT2 is None, reason=f"no WikiText-2 in the offline mirror: {MIRROR_HINT}")
 
 
 @pytest.fixture(scope="module")
@@ -60,33 +60,31 @@ def test_wikitext2_errors(tmp_path):
         wikitext2("train", root=tmp_path / "nowhere")
 
 
-@pytest.mark.skipif(not (SHAKESPEARE / "input.txt").is_file(), reason="no Tiny Shakespeare mirror")
+@pytest.mark.skipif(SHAKESPEARE is None, reason=f"no Tiny Shakespeare in the offline mirror: {MIRROR_HINT}")
 def test_tiny_shakespeare():
     text = tiny_shakespeare(root=SHAKESPEARE)
     assert len(text) == 1_115_394 and text.startswith("First Citizen:\n")
     assert len(set(text)) == 65  # Karpathy's char-rnn vocabulary
 
 
-def test_default_root_comes_from_shoulders_data_path(tmp_path, monkeypatch):
-    import shoulders.data
-
+def test_default_root_comes_from_the_registry_entry(tmp_path, monkeypatch):
     (tmp_path / "wiki.valid.tokens").write_text(" a b \n", encoding="utf-8")
     (tmp_path / "input.txt").write_text("To be", encoding="utf-8")
-    asked = []
-    monkeypatch.setattr(shoulders.data, "path", lambda name: asked.append(name) or tmp_path)
+    asked = []  # the readers ask for their own registry entry's folder (cache, mirror or download)
+    monkeypatch.setattr(shoulders.data.provide, "provide", lambda entry, **kw: asked.append(entry.name) or tmp_path)
     assert wikitext2("valid") == [["a", "b", "<eos>"]]
     assert tiny_shakespeare() == "To be"
     assert asked == ["wikitext-2", "tiny-shakespeare"]
 
 
+@pytest.mark.skipif(mirror_folder("multi30k") is None, reason=f"no Multi30k in the offline mirror: {MIRROR_HINT}")
 def test_multi30k_sides_are_parallel_and_have_the_published_sizes():
-    from shoulders.text import multi30k
-
+    root = mirror_folder("multi30k")
     for split, n in (("train", 29_000), ("valid", 1_014), ("test", 1_000)):
-        en, de = multi30k(split, "en"), multi30k(split, "de")
+        en, de = multi30k(split, "en", root=root), multi30k(split, "de", root=root)
         assert len(en) == len(de) == n, split
         assert all(en) and all(de)
-    assert multi30k("train", "en")[0].startswith("Two young, White males are outside")
+    assert multi30k("train", "en", root=root)[0].startswith("Two young, White males are outside")
     with pytest.raises(ValueError, match="split"):
         multi30k("dev")
     with pytest.raises(ValueError, match="lang"):

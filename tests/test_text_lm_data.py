@@ -34,7 +34,7 @@ def test_lines_and_streams_are_the_same_tokens(small):
     assert len(small.vocab) == 2_000
     assert small.train.num_tokens <= 30_000 and small.streams["valid"].num_tokens <= 5_000
     assert small.lines["valid"] == [[w if w in small.vocab else "<unk>" for w in line]
-                                    for line in sh.text.wikitext2("valid")[:len(small.lines["valid"])]]
+                                    for line in sh.data.wikitext2("valid")[:len(small.lines["valid"])]]
 
 
 def test_unigram_perplexity_is_the_add_one_formula(small):

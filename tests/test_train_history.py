@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from shoulders.train import History
+from shoulders.viz import training_curves
 
 
 def make():
@@ -43,8 +44,8 @@ def test_save_load_round_trip(tmp_path):
         History.from_state_dict({"format": "something else"})
 
 
-def test_plot_has_loss_and_metric_panels():
-    fig = make().plot()
+def test_default_figure_has_loss_and_metric_panels():
+    fig = training_curves(make())
     assert [ax.get_title() for ax in fig.axes] == ["loss", "val_loss", "acc"]
     import numpy as np
 

@@ -7,6 +7,7 @@ from torch import nn
 
 import shoulders as sh
 from shoulders.train import Callback, EarlyStopping, TrainingDiverged, fit, load_checkpoint, schedules
+from shoulders.viz import LivePlot, training_curves
 
 
 class Regressor(nn.Module):
@@ -154,7 +155,7 @@ def test_evaluation_schedule_mode_and_no_grad():
     assert hist.series("val_loss")[0].tolist() == [3, 6, 9, 10]  # every 3 and at the end
     assert calls == [(False, False)] * 4
     assert model.training
-    fig = hist.plot()
+    fig = training_curves(hist)
     assert [ax.get_title() for ax in fig.axes] == ["loss", "val_loss", "const"]
 
 
@@ -244,6 +245,32 @@ def test_callback_stop_and_live_plot_outside_a_notebook():
                 run.stop("enough")
 
     model = Regressor()
-    hist = fit(model, data(), torch.optim.SGD(model.parameters(), lr=0.01), steps=10, callbacks=[StopAt()],
-               evaluate=lambda m: {"v": 0.0}, eval_every=5, live_plot=True, **quiet())
+    hist = fit(model, data(), torch.optim.SGD(model.parameters(), lr=0.01), steps=10,
+               evaluate=lambda m: {"v": 0.0}, eval_every=5, callbacks=[StopAt(), LivePlot()], **quiet())
     assert len(hist) == 3 and hist.series("v")[0].tolist() == [3]  # a stop is followed by a final evaluation
+
+
+class Bag(nn.Module):
+    """A bag-of-rows classifier whose table takes sparse or dense gradients (fastText's table A)."""
+
+    def __init__(self, sparse: bool):
+        super().__init__()
+        torch.manual_seed(0)
+        self.table = nn.EmbeddingBag(50, 3, mode="mean", sparse=sparse)
+
+    def forward(self, ids, offsets, y):
+        return nn.functional.cross_entropy(self.table(ids, offsets), y)
+
+
+def test_sparse_gradients_are_measured_clipped_and_applied_like_dense_ones():
+    """A row repeated in the batch adds its updates before the norm is taken; clipping scales the sparse values."""
+    ids = torch.tensor([1, 2, 2, 7, 1, 1, 9])  # rows 1 and 2 repeat: the uncoalesced values would miscount
+    batch = (ids, torch.tensor([0, 3, 5]), torch.tensor([0, 2, 1]))
+    runs = {}
+    for sparse in (False, True):
+        model = Bag(sparse)
+        hist = fit(model, [batch], torch.optim.SGD(model.parameters(), lr=0.5), steps=3, clip=0.05, **quiet())
+        runs[sparse] = (hist.series("grad_norm")[1], model.table.weight.detach())
+    torch.testing.assert_close(torch.as_tensor(runs[True][0]), torch.as_tensor(runs[False][0]))
+    assert runs[False][0][0] > 0.05  # the clip was active
+    torch.testing.assert_close(runs[True][1], runs[False][1])

@@ -16,6 +16,7 @@ from shoulders.models.transformer_blocks import (BlockConfig, Encoder, EncoderLa
                                                  SinusoidalPositions, copy_into_torch_encoder_layer,
                                                  sinusoidal_encoding)
 from shoulders.models.transformer_decode import beam_search, greedy_decode, length_penalty
+from shoulders.recipes import translation
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -276,7 +277,7 @@ def test_a_tiny_model_learns_to_copy(one_thread):
     for _ in range(8):
         y = torch.randint(4, 12, (32, 5), generator=g)
         batches.append((y, torch.cat([torch.full((32, 1), BOS), y], 1), torch.cat([y, torch.full((32, 1), EOS)], 1)))
-    sh.train.fit(model, batches, cfg.optimizer(model), steps=200, progress=False, device="cpu")
+    sh.train.fit(model, batches, translation.optimizer(model, cfg), steps=200, progress=False, device="cpu")
     src = torch.tensor([[4, 7, 9, 11, 5], [10, 10, 6, 8, 4]])
     assert greedy_decode(model, src) == src.tolist()
 

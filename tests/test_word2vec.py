@@ -10,6 +10,7 @@ from shoulders.config import ConfigError
 from shoulders.models import word2vec as w2v
 from shoulders.models.negative_sampling import (NegativeSampler, NegativeSampling, keep_probability,
                                                 noise_distribution, subsample)
+from shoulders.recipes import word_vectors as wv
 
 COUNTS = torch.tensor([1000, 400, 50, 10, 3, 1])
 
@@ -162,13 +163,13 @@ def test_corpus_batches_and_train_learn(one_thread):
     cfg = w2v.Word2VecConfig(dim=10, window=2, negatives=2, min_count=1, sample=0, epochs=20, batch_words=64,
                              lr=0.1, share_negatives=1)
     torch.manual_seed(0)
-    corpus = cfg.prepare(lines)
+    corpus = wv.prepare(cfg, lines)
     assert len(corpus) == 900 and corpus.vocab.tokens[:2] in (["u", "v"], ["x", "y"], ["v", "u"], ["y", "x"])
     batches = cfg.batches(corpus)
     center, context = next(iter(batches))
     assert center.shape == context.shape and center.dim() == 1
     model = cfg.build(corpus.counts)
-    hist = w2v.train(model, corpus, cfg, progress=False)
+    hist = wv.train_word2vec(model, corpus, cfg, progress=False)
     assert hist.series("loss")[1][-1] < hist.series("loss")[1][0]
     W = torch.nn.functional.normalize(model.vectors(), dim=1)
     i = corpus.vocab.stoi
@@ -183,7 +184,7 @@ def test_skipgram_predict_orients_the_pairs():
     pairs = {}
     for predict in ("centre", "context"):
         cfg = w2v.Word2VecConfig(dim=4, window=1, min_count=1, sample=0, batch_words=10, predict=predict)
-        corpus = cfg.prepare(lines)
+        corpus = wv.prepare(cfg, lines)
         x, y = next(iter(cfg.batches(corpus)))
         tok = corpus.vocab.tokens
         pairs[predict] = sorted((tok[i], tok[j]) for i, j in zip(x.tolist(), y.tolist()))
@@ -192,7 +193,7 @@ def test_skipgram_predict_orients_the_pairs():
     # ... but under "centre" the target of every pair of a window is that window's centre
     cfg = w2v.Word2VecConfig(dim=4, window=1, min_count=1, sample=0, batch_words=1, predict="centre",
                              shuffle_run=0)
-    corpus = cfg.prepare(lines)
+    corpus = wv.prepare(cfg, lines)
     targets = [set(corpus.vocab.tokens[t] for t in y.tolist()) for _, y in cfg.batches(corpus)]
     assert targets == [{"a"}, {"b"}, {"c"}]
     with pytest.raises(ConfigError):
@@ -208,7 +209,7 @@ def test_shuffled_runs_cover_every_centre_once():
     pairs = {}
     for r in (0, 4):
         cfg = w2v.Word2VecConfig(**base, shuffle_run=r)
-        corpus = cfg.prepare(lines)
+        corpus = wv.prepare(cfg, lines)
         got = list(cfg.batches(corpus).epoch(0))
         raws = [raw for _, raw in got]
         assert raws == sorted(raws) and raws[-1] == len(corpus) == 600
@@ -216,7 +217,7 @@ def test_shuffled_runs_cover_every_centre_once():
     assert pairs[4] == pairs[0]  # the same pairs, in another order
 
     cfg = w2v.Word2VecConfig(**base, shuffle_run=4, arch="cbow")
-    corpus = cfg.prepare(lines)
+    corpus = wv.prepare(cfg, lines)
 
     def centres(c, epoch):
         return torch.cat([b[1] for b, _ in c.batches(corpus).epoch(epoch)])
@@ -234,10 +235,10 @@ def test_shuffled_runs_cover_every_centre_once():
 def test_steps_budget_and_cbow_batches(one_thread):
     lines = [["a", "b", "c", "d", "e"]] * 40
     cfg = w2v.Word2VecConfig(arch="cbow", output="hs", dim=4, window=2, min_count=1, sample=0, batch_words=10)
-    corpus = cfg.prepare(lines)
+    corpus = wv.prepare(cfg, lines)
     ctx, center, mask = next(iter(cfg.batches(corpus)))
     assert ctx.shape == (10, 4) and mask.shape == (10, 4) and center.shape == (10,)
-    hist = w2v.train(cfg.build(corpus.counts), corpus, cfg, steps=3, progress=False)
+    hist = wv.train_word2vec(cfg.build(corpus.counts), corpus, cfg, steps=3, progress=False)
     assert hist.last_step() == 3
 
 

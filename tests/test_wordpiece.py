@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from shoulders.text import VocabFileError, WordPiece, wikitext2
+from shoulders.data import mirror_folder, wikitext2
+from shoulders.text import VocabFileError, WordPiece
 
-MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-WT2 = MIRROR / "wikitext-2"
-needs_wt2 = pytest.mark.skipif(not (WT2 / "wiki.train.tokens").is_file(), reason=f"no WikiText-2 mirror at {WT2}")
+WT2 = mirror_folder("wikitext-2")  # SHOULDERS_DATA_MIRROR/wikitext-2, or None
+needs_wt2 = pytest.mark.skipif(WT2 is None, reason="no WikiText-2 in the offline mirror: set SHOULDERS_DATA_MIRROR "
+                               "to the book's shared/data folder")
 
 TRICKY = [
     "Café Résumé naïve", "É CAFÉ", "e\u0301cole", "don't", "U.S. economy , 3.14 @-@ 1 @,@ 000",

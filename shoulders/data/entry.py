@@ -5,12 +5,16 @@ as the offline mirror ``shared/data/<name>/``) and how each canonical download p
 (``downloads``: URL, published checksum, and either "keep the file as X" or "take archive member A as X").
 All classes are frozen dataclasses, so entries can be shared and hashed; tests build their own entries
 (pointing at a local server) and pass them to :func:`shoulders.data.path` without touching the registry.
+The entries themselves live beside their readers (:mod:`~shoulders.data.corpora`, :mod:`~shoulders.data.tasks`,
+:mod:`~shoulders.data.sentiment`); :mod:`~shoulders.data.registry` lists them.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from typing import Literal
+
+from .._scale import SCALES
 
 __all__ = ["Citation", "Checksum", "Dataset", "Download", "LocalFile", "Member"]
 
@@ -64,14 +68,18 @@ class LocalFile:
     """One file of the final local folder (``name`` is relative, ``/``-separated).
 
     ``sha256`` and ``size`` are those of the mirror's file (``shared/data/<dataset>/<name>``); ``sha256=None``
-    means no checksum is pinned yet (then only ``size`` is checked). ``content_sha256`` is the sha256 of a
-    ``.gz`` file's decompressed content, for files a download rebuilds by gzipping (bytes differ, text equal).
+    means no sha256 is pinned (then ``size`` and ``published`` are checked, where known). ``content_sha256`` is
+    the sha256 of a ``.gz`` file's decompressed content, for files a download rebuilds by gzipping (bytes differ,
+    text equal). ``published`` is a checksum of this very file as someone publishes it (e.g. GluonNLP's sha1 of
+    each WikiText member). A file with none of these facts is vouched for only by its download's published
+    checksum, which :class:`Dataset` then requires.
     """
 
     name: str
     size: int | None
     sha256: str | None
     content_sha256: str | None = None
+    published: Checksum | None = None
 
     def __post_init__(self) -> None:
         if not self.name or self.name.startswith("/") or ".." in self.name.split("/") or "\\" in self.name:
@@ -79,8 +87,11 @@ class LocalFile:
         for value in (self.sha256, self.content_sha256):
             if value is not None:
                 _check_hex(value, "sha256", f"LocalFile {self.name!r}")
-        if self.sha256 is None and self.size is None:
-            raise ValueError(f"LocalFile {self.name!r}: give a sha256 or at least a size")
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the registry states any fact this file can be checked against on its own."""
+        return self.sha256 is not None or self.size is not None or self.published is not None
 
 
 @dataclass(frozen=True)
@@ -146,7 +157,9 @@ class Dataset:
     """A registry entry. ``path(entry)`` fills ``<cache>/<name>/`` with exactly ``files``.
 
     ``mirrored`` says whether the offline mirror (``SHOULDERS_DATA_MIRROR``) is expected to hold it;
-    ``notes`` records how a download differs from the mirror, if it does.
+    ``scales`` lists the scales (``SHOULDERS_SCALE``) at which some chapter needs it, and ``needed_by`` names
+    those chapters -- both for the message a missing dataset raises; ``notes`` records how a download differs
+    from the mirror, if it does.
     """
 
     name: str
@@ -159,11 +172,15 @@ class Dataset:
     downloads: tuple[Download, ...]
     aliases: tuple[str, ...] = ()
     mirrored: bool = True
+    scales: tuple[str, ...] = SCALES
+    needed_by: str = ""
     notes: str = ""
 
     def __post_init__(self) -> None:
         if not re.match(r"^[a-z0-9][a-z0-9.\-]*$", self.name):
             raise ValueError(f"Dataset name {self.name!r}: use lower-case letters, digits, '.', '-'")
+        if not self.scales or not set(self.scales) <= set(SCALES):
+            raise ValueError(f"Dataset {self.name!r}: scales {self.scales!r} must be some of {SCALES}")
         names = [f.name for f in self.files]
         if len(set(names)) != len(names):
             raise ValueError(f"Dataset {self.name!r}: duplicate local file names")
@@ -175,10 +192,19 @@ class Dataset:
             )
         by_name = {f.name: f for f in self.files}
         for download in self.downloads:
+            for target in download.targets():
+                if not by_name[target].pinned and download.checksum is None:
+                    raise ValueError(f"Dataset {self.name!r}: nothing vouches for {target!r} (give its size, "
+                                     "sha256 or published checksum, or a published checksum of its download)")
             for member in download.members:
                 if member.check == "content" and by_name[member.target].content_sha256 is None:
                     raise ValueError(f"Dataset {self.name!r}: {member.target!r} is checked by content "
                                      "but has no content_sha256")
+
+    @property
+    def only_at_some_scales(self) -> bool:
+        """True when no chapter needs this dataset at some scale (e.g. the ``full``-only corpora)."""
+        return set(self.scales) != set(SCALES)
 
     def file(self, name: str) -> LocalFile:
         """The local file called ``name``."""

@@ -132,6 +132,35 @@ class BertConfig(Config):
         return {"input_ids": ids, "token_type_ids": segments, "attention_mask": keep, "mlm_labels": labels,
                 "nsp_labels": torch.arange(batch_size) % 2}
 
+    def step_batch(self, batch_size: int = 32, T: int | None = None) -> dict[str, torch.Tensor]:
+        """A random pre-training batch at full length: ``batch_size`` rows of ``T`` positions (default
+        ``max_len``; a bare :class:`BertConfig` names no training shape, so its step is 32 sequences as long as
+        the position table allows -- BERT's 512-token phase, Devlin et al. 2019 A.2).
+        :meth:`shoulders.recipes.bert.BertPretrainingConfig.step_batch` passes its own batch and length.
+
+        Like the packed ``[CLS] A [SEP] B [SEP]`` pairs of chapter 14 (measured on WikiText-2 with the 8,000-piece
+        vocabulary at T = 256: 84% of the pairs fill all T positions): about one row in six shorter and padded,
+        15% of the real tokens (not ``[CLS]``/``[SEP]``) chosen for prediction, ids below ``vocab_size``."""
+        g = torch.Generator().manual_seed(0)
+        T = self.max_len if T is None else min(T, self.max_len)
+        lengths = torch.where(torch.rand(batch_size, generator=g) < 0.84, torch.full((batch_size,), T),
+                              torch.randint(min(8, T), T + 1, (batch_size,), generator=g))
+        lengths[0] = T
+        pos = torch.arange(T)
+        keep = pos[None, :] < lengths[:, None]  # (B, T) real tokens
+        sep_a = (lengths // 2)[:, None]  # [SEP] after A; the last real position is B's [SEP]
+        ids = torch.randint(5, max(self.vocab_size, 6), (batch_size, T), generator=g).clamp(max=self.vocab_size - 1)
+        ids[:, 0] = 2  # [CLS]
+        is_sep = (pos[None, :] == sep_a) | (pos[None, :] == lengths[:, None] - 1)
+        ids[is_sep] = 3  # [SEP]
+        segments = ((pos[None, :] > sep_a) & keep).long()
+        chosen = (torch.rand(batch_size, T, generator=g) < 0.15) & keep & ~is_sep & (pos[None, :] > 0)
+        labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE))
+        ids[chosen] = 4 % self.vocab_size  # [MASK]
+        ids[~keep] = self.pad_id
+        return {"input_ids": ids, "token_type_ids": segments, "attention_mask": keep, "mlm_labels": labels,
+                "nsp_labels": torch.arange(batch_size) % 2}
+
 
 @torch.no_grad()
 def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:

@@ -68,6 +68,13 @@ class CWConfig(WindowLMConfig):
         g = torch.Generator().manual_seed(0)
         return torch.randint(self.vocab_size, (batch_size, self.window), generator=g)
 
+    def step_batch(self) -> torch.Tensor:
+        """A random batch with the exact shapes of one training step of this preset: ``batch_size`` windows
+        ``(B, window)`` (the model draws its ``negatives`` corruptions per window itself), ids below
+        ``vocab_size`` (WikiText-2's 33,278 words at ``full``). For the ``full``-shape checks."""
+        g = torch.Generator().manual_seed(0)
+        return torch.randint(self.vocab_size, (self.batch_size, self.window), generator=g)
+
     def batches(self, stream: LMStream, train: bool = True) -> WindowBatches:
         """``(B, window)`` windows: shuffled with ``batch_size`` for training, in order with ``eval_batch_size``."""
         return window_batches(stream, self.window, self.batch_size if train else self.eval_batch_size, shuffle=train)

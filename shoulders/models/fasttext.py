@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import torch
 import torch.nn as nn
@@ -32,15 +32,13 @@ import torch.nn.functional as F
 
 from ..config import Config, ConfigError
 from ..text.vocab import Vocab
-from ..train.history import History
 from .huffman_tree import HierarchicalSoftmax, huffman_tree
 from .negative_sampling import NegativeSampler, NegativeSampling
 from .sparse_rows import add_rows_
-from .word2vec import Word2VecConfig, WordCorpus, zipf_counts
+from .word2vec import Word2VecConfig, zipf_counts
 
 __all__ = ["ClassificationBatches", "FastTextClassifier", "FastTextConfig", "SubwordConfig", "SubwordSkipGram",
-           "Subwords", "bag_rows", "bigram_ids", "char_ngrams", "encode_texts", "fnv1a", "train_classifier",
-           "train_subword"]
+           "Subwords", "bag_rows", "bigram_ids", "char_ngrams", "encode_texts", "fnv1a"]
 
 BIGRAM_PRIME = 116_049_371  # fastText's multiplier for word n-gram hashes (Dictionary::addWordNgrams)
 MASK64 = (1 << 64) - 1
@@ -177,6 +175,21 @@ class FastTextConfig(Config):
         offsets = torch.arange(0, 4 * batch_size, 4)
         return ids, offsets, torch.randint(self.num_labels, (batch_size,), generator=g)
 
+    def step_batch(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A random batch with the exact shapes of one training step of this preset: ``batch_size`` texts of 9
+        words (SST-2's 67,349 training phrases average 9.4 tokens), each with its 8 hashed bigram rows when
+        ``word_ngrams=2``, as :class:`ClassificationBatches` yields them: ``(ids, offsets (B,), labels (B,))``;
+        word ids below ``vocab_size``, bigram rows in ``vocab_size .. vocab_size + buckets - 1``."""
+        g = torch.Generator().manual_seed(0)
+        B, n = self.batch_size, 9
+        words = torch.randint(self.vocab_size, (B, n), generator=g)
+        if self.word_ngrams > 1:
+            bigrams = self.vocab_size + torch.randint(self.buckets, (B, n - 1), generator=g)
+            words = torch.cat([words, bigrams], 1)
+        per_text = words.shape[1]
+        return words.reshape(-1), torch.arange(0, B * per_text, per_text), torch.randint(self.num_labels, (B,),
+                                                                                          generator=g)
+
 
 class ClassificationBatches:
     """Shuffled minibatches ``(ids, offsets, labels)`` of encoded texts (re-iterable, for ``fit``)."""
@@ -199,62 +212,6 @@ class ClassificationBatches:
             offs = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)[:-1]])
             idx = torch.repeat_interleave(starts - offs, lengths) + torch.arange(int(lengths.sum()))
             yield self.ids[idx], offs, self.labels[k]
-
-
-def train_classifier(model: FastTextClassifier, batches: Iterable[Any], cfg: "FastTextConfig | None" = None, *,
-                     steps: int | None = None, progress: bool = True,
-                     evaluate: Callable[[FastTextClassifier], Mapping[str, float]] | None = None,
-                     eval_every: int | None = None, device: Any = None) -> History:
-    """fastText's optimiser: plain SGD, the rate decayed linearly to 0 over ``steps`` (default ``cfg.epochs``
-    passes over ``batches``, e.g. a :class:`ClassificationBatches`). Returns a History with ``loss``, ``lr/0``
-    and ``time`` at every step, plus the ``evaluate`` metrics every ``eval_every`` steps.
-
-    ``cfg.lr`` is fastText's rate *per example* (it updates after every text); the model's loss is the mean over
-    a minibatch, so the optimiser's rate is ``cfg.lr * cfg.batch_size`` -- each example then moves the weights as
-    far as in fastText (at ``cfg.lr`` itself, a batch of 32 trains 32 times more slowly). The table A takes
-    *sparse* gradients during training (only the rows of the batch's words and bigrams are touched, as in
-    fastText): a dense step over millions of bucket rows would cost far more than the batch itself.
-    """
-    import time
-
-    from tqdm.auto import tqdm
-
-    cfg = cfg or model.cfg
-    total = int(steps) if steps is not None else cfg.epochs * len(batches)  # type: ignore[arg-type]
-    if total < 1:
-        raise ValueError(f"steps must be >= 1, got {total}")
-    dev = torch.device(device) if device is not None else next(model.parameters()).device
-    model.to(dev).train()
-    lr0 = cfg.lr * cfg.batch_size
-    opt = torch.optim.SGD(model.parameters(), lr=lr0)
-    torch.manual_seed(cfg.seed)  # the shuffling of ClassificationBatches
-    history, step, start = History(), 0, time.perf_counter()
-    sparse_before, model.A.sparse = model.A.sparse, True
-    bar = tqdm(total=total, unit="step", disable=not progress, dynamic_ncols=True, desc="fastText", mininterval=1.0)
-    try:
-        while step < total:
-            for batch in batches:
-                if step >= total:
-                    break
-                step += 1
-                lr = lr0 * (total - step) / total  # linear to 0 at the last step, as linear_warmup_decay(0, total)
-                for g in opt.param_groups:
-                    g["lr"] = lr
-                ids, offsets, labels = (t.to(dev) for t in batch)
-                opt.zero_grad(set_to_none=True)
-                loss = model(ids, offsets, labels)
-                loss.backward()
-                opt.step()
-                history.log(step, loss=float(loss.detach()), time=time.perf_counter() - start, **{"lr/0": lr})
-                bar.update(1)
-                if evaluate is not None and eval_every and step % eval_every == 0:
-                    history.log(step, **{k: float(v) for k, v in evaluate(model).items()})
-    finally:
-        model.A.sparse = sparse_before
-        bar.close()
-    if evaluate is not None and not (eval_every and step % eval_every == 0):
-        history.log(step, **{k: float(v) for k, v in evaluate(model).items()})
-    return history
 
 
 # -- (b) subword vectors ------------------------------------------------------------------------------------------
@@ -400,15 +357,3 @@ class SubwordConfig(Word2VecConfig):
         """The model over ``words`` (the vocabulary's tokens, e.g. ``corpus.vocab.tokens``) with their
         ``counts``; without them ``vocab_size`` placeholder words with Zipf counts."""
         return SubwordSkipGram(self, words, counts)
-
-
-def train_subword(model: SubwordSkipGram, corpus: WordCorpus, cfg: SubwordConfig | None = None, *,
-                  epochs: int | None = None, steps: int | None = None, progress: bool = True,
-                  evaluate: Callable[[SubwordSkipGram], Mapping[str, float]] | None = None,
-                  eval_every: int | None = None, device: Any = None) -> History:
-    """word2vec's :func:`~shoulders.models.word2vec.train` loop (pairs, subsampling, linear lr decay) driving
-    :meth:`SubwordSkipGram.sgd_step`."""
-    from .word2vec import train
-
-    return train(model, corpus, cfg or model.cfg, epochs=epochs, steps=steps, progress=progress,
-                 evaluate=evaluate, eval_every=eval_every, device=device)

@@ -24,17 +24,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Callable, ClassVar, Mapping
+from collections.abc import Iterator
+from typing import ClassVar
 
 import torch
 import torch.nn as nn
 
 from ..config import Config, ConfigError
-from ..train.history import History
-from .word2vec import WordCorpus, corpus_lines, prepare_corpus
+from .word2vec import WordCorpus
 
-__all__ = ["Cooccurrence", "GloVe", "GloVeBatches", "GloVeConfig", "cooccurrence", "glove_weight", "train"]
+__all__ = ["Cooccurrence", "GloVe", "GloVeBatches", "GloVeConfig", "cooccurrence", "glove_weight"]
 
 
 @dataclasses.dataclass
@@ -180,29 +179,20 @@ class GloVeConfig(Config):
         j = torch.randint(self.vocab_size, (batch_size,), generator=g)
         return i, j, torch.rand(batch_size, generator=g) * 200 + 0.5
 
-    def prepare(self, lines: Iterable[Sequence[str]] | None = None) -> tuple[WordCorpus, Cooccurrence]:
-        """The corpus (word2vec's reader and vocabulary rules) and its co-occurrence matrix."""
-        if lines is None:
-            lines = corpus_lines(self.corpus)
-        corpus = prepare_corpus(lines, self.min_count, self.train_tokens, self.max_vocab)
-        return corpus, cooccurrence(corpus.ids, self.window, corpus.sentence, len(corpus.vocab))
+    def step_batch(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A random batch with the exact shapes of one training step of this preset: ``batch_size`` non-zero
+        entries ``(i, j, x)`` of X, as :class:`GloVeBatches` yields them, ids below ``vocab_size`` (text8's 71,290
+        words at ``full``) and counts log-uniform between 1/window (one pair at the window's edge) and 10^4."""
+        g = torch.Generator().manual_seed(0)
+        B = self.batch_size
+        i = torch.randint(self.vocab_size, (B,), generator=g)
+        j = torch.randint(self.vocab_size, (B,), generator=g)
+        low, high = math.log(1.0 / self.window), math.log(1e4)
+        return i, j, (torch.rand(B, generator=g) * (high - low) + low).exp()
+
+    def cooccurrence(self, corpus: WordCorpus) -> Cooccurrence:
+        """X of a prepared corpus (:func:`shoulders.recipes.word_vectors.prepare`) with this config's window."""
+        return cooccurrence(corpus.ids, self.window, corpus.sentence, len(corpus.vocab))
 
     def batches(self, cooc: Cooccurrence) -> GloVeBatches:
         return GloVeBatches(cooc, self.batch_size)
-
-
-def train(model: GloVe, cooc: Cooccurrence, cfg: GloVeConfig | None = None, *, epochs: int | None = None,
-          steps: int | None = None, progress: bool = True,
-          evaluate: Callable[[GloVe], Mapping[str, float]] | None = None, eval_every: int | None = None,
-          device: Any = None, **fit_kwargs: Any) -> History:
-    """AdaGrad (lr ``cfg.lr``) through :func:`shoulders.train.fit` for ``epochs`` passes over X (default
-    ``cfg.epochs``) or ``steps`` batches; returns fit's History (tqdm bar included)."""
-    from ..train.loop import fit
-
-    cfg = cfg or model.cfg
-    batches = cfg.batches(cooc)
-    total = steps if steps is not None else (cfg.epochs if epochs is None else int(epochs)) * len(batches)
-    opt = torch.optim.Adagrad(model.parameters(), lr=cfg.lr)
-    return fit(model, batches, opt, steps=total, progress=progress, evaluate=evaluate,
-               eval_every=eval_every or (None if evaluate is None else len(batches)), device=device, amp=False,
-               seed=cfg.seed, **fit_kwargs)

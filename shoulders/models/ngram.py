@@ -9,7 +9,7 @@ the counts are smoothed -- see :mod:`.ngram_smoothing` for the eight methods and
     counts = ngram.count_ngrams(sh.text.wikitext2("train"), order=5)        # one pass per order, NumPy only
     lm = ngram.NGramLM(counts, n=5, smoothing="mkn")                        # modified Kneser-Ney
     lm.perplexity(sh.text.wikitext2("valid")); lm.logprob("the", ("of",)); lm.distribution(("of",))
-    lm.sample(max_len=20, temperature=0.8, rng=0); lm.to_arpa("wt2.5gram.arpa")
+    lm.sample(max_len=20, temperature=0.8, rng=0); ngram.write_arpa(lm, "wt2.5gram.arpa")
     ngram.NGramLM.from_arpa("wt2.5gram.arpa")                               # scores the same
 
 The pieces, one job per file: :mod:`.ngram_counts` (integer-hashed counting), :mod:`.ngram_smoothing`
@@ -27,25 +27,47 @@ Heafield, Pouzyrevsky, Clark & Koehn (2013), Scalable modified Kneser-Ney langua
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from ..config import Config, ConfigError
 from .ngram_arpa import read_arpa, write_arpa
 from .ngram_backoff import BackoffLM
 from .ngram_counts import BOS, UNK, NGramCounts, count_ngrams, padded_stream, stream_rows
 from .ngram_smoothing import (DEFAULTS, METHODS, DiscountFallbackWarning, build_tables, em_lambdas,
                               katz_discounts, level_counts, mkn_discounts, ney_discount)
 
-__all__ = ["BOS", "METHODS", "UNK", "BackoffLM", "DiscountFallbackWarning", "NGramCounts", "NGramLM",
+__all__ = ["BOS", "METHODS", "UNK", "BackoffLM", "DiscountFallbackWarning", "NGramConfig", "NGramCounts", "NGramLM",
            "count_ngrams", "katz_discounts", "load_arpa", "mkn_discounts", "nltk_kneser_ney", "ney_discount",
            "oov_and_zero_rates", "read_arpa", "write_arpa"]
 
 ALIASES = {"add-k": "add_k", "lidstone": "add_k", "jelinek_mercer": "interpolation", "kneser_ney": "kn",
            "modified_kneser_ney": "mkn", "stupid": "stupid_backoff", "sb": "stupid_backoff"}
 LAMBDA_INIT = (0.99, 0.5)  # untuned lambdas: unigram vs uniform, then every higher order
+
+
+@dataclasses.dataclass
+class NGramConfig(Config):
+    """How much of WikiText-2 chapter 1 counts at each scale (``None``: the whole split)."""
+
+    train_lines: int | None = None
+    valid_lines: int | None = None
+    report_test: bool = False  # also score the test split
+
+    presets: ClassVar = {
+        "smoke": dict(train_lines=10_000, valid_lines=1_000),  # CI: the first ~560k training tokens
+        "cpu": dict(),  # all of WikiText-2 (2.1M tokens)
+        "full": dict(report_test=True),  # ... and the test split reported too
+    }
+
+    def validate(self) -> None:
+        if any(n is not None and n < 1 for n in (self.train_lines, self.valid_lines)):
+            raise ConfigError(f"train_lines and valid_lines must be positive or None, got {self.train_lines}, "
+                              f"{self.valid_lines}")
 
 
 class NGramLM(BackoffLM):

@@ -51,7 +51,10 @@ def _fmt(values: np.ndarray, precision: int | None) -> list[str]:
 
 
 def write_arpa(lm: BackoffLM, path: str | os.PathLike, precision: int | None = None) -> Path:
-    """Write ``lm`` (a :class:`BackoffLM`) to ``path`` in ARPA format; returns the path."""
+    """Write ``lm`` (a :class:`BackoffLM`) to ``path`` in ARPA format (log10 probabilities and backoff weights);
+    returns the path."""
+    if lm._unseen_bow != 1.0:
+        raise ValueError(f"{lm.name}: a backoff weight for contexts never seen cannot be written in ARPA")
     path = Path(path)
     V, n, itos = len(lm.vocab), lm.n, np.array(lm.vocab.tokens, dtype=object)
     bad = next((t for t in lm.vocab.tokens if not t or len(t.split()) != 1 or t != t.strip()), None)

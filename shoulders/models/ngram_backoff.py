@@ -188,14 +188,6 @@ class BackoffLM:
                 break
         return out
 
-    # ------------------------------------------------------------------ ARPA
-    def to_arpa(self, path: str | os.PathLike, precision: int | None = None) -> None:
-        """Write the model as an ARPA file (log10 probabilities and backoff weights; see :mod:`.ngram_arpa`)."""
-        from .ngram_arpa import write_arpa
-        if self._unseen_bow != 1.0:
-            raise ValueError(f"{self.name}: a backoff weight for contexts never seen cannot be written in ARPA")
-        write_arpa(self, path, precision)
-
     def __repr__(self) -> str:
         sizes = ", ".join(f"{s:,}" for s in self.sizes)
         return f"BackoffLM({self.name}, n={self.n}, |V|={self._V:,}, n-grams per order [{sizes}])"

@@ -81,6 +81,12 @@ class WindowLMConfig(Config):
     eval_tokens: int | None = None  # evaluate on the first N validation tokens
     eval_batch_size: int = 1_024
 
+    page_presets: ClassVar = {  # the WikiText-2 splits the chapter scores (the papers report test at full)
+        "smoke": dict(splits=("train", "valid")),
+        "cpu": dict(splits=("train", "valid")),
+        "full": dict(splits=("train", "valid", "test")),
+    }
+
     def _check_common(self) -> None:
         if min(self.vocab_size, self.batch_size, self.steps, self.eval_batch_size) <= 0:
             raise ConfigError("vocab_size, batch_size, eval_batch_size and steps must be positive")
@@ -108,6 +114,14 @@ class NGramLMConfig(WindowLMConfig):
         """A tiny random ``(x (B, n-1), y (B,))`` batch, for preset health checks."""
         g = torch.Generator().manual_seed(0)
         ids = torch.randint(self.vocab_size, (batch_size, self.n), generator=g)
+        return ids[:, :-1], ids[:, -1]
+
+    def step_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """A random batch with the exact shapes of one training step of this preset: ``batch_size`` windows
+        ``(x (B, n-1), y (B,))``, as :meth:`batches` yields them, ids below ``vocab_size`` (WikiText-2's 33,278
+        words at ``full``). For the ``full``-shape checks (tests/test_full_presets.py, benchmarks/full_plan.py)."""
+        g = torch.Generator().manual_seed(0)
+        ids = torch.randint(self.vocab_size, (self.batch_size, self.n), generator=g)
         return ids[:, :-1], ids[:, -1]
 
     def batches(self, stream: LMStream, train: bool = True) -> WindowBatches:

@@ -29,10 +29,10 @@ ordered by frequency, as :meth:`shoulders.text.Vocab.build` orders it, and the w
 
 **Truncated BPTT with a carried state.** The training windows of :meth:`shoulders.text.LMStream.bptt_batches`
 continue each other row by row, so the state at the end of window k is the right initial state for window k+1
-(Mikolov 2012; Zaremba et al. 2014). :class:`CarryState` does that inside :func:`shoulders.train.fit`: it keeps the
-final state of each window, *detached* (gradients stop at the window boundary -- the truncation -- but the values
-still remember the text before), starts every pass over the data from a zero state, and goes into checkpoints so a
-resumed run continues exactly. :func:`shoulders.evaluate.perplexity` with ``carry_state=True`` evaluates the same
+(Mikolov 2012; Zaremba et al. 2014). :class:`shoulders.train.CarryState` does that inside
+:func:`shoulders.train.fit`: it keeps the final state of each window, *detached* (gradients stop at the window
+boundary -- the truncation -- but the values still remember the text before), starts every pass over the data from
+a zero state, and goes into checkpoints so a resumed run continues exactly. :func:`shoulders.evaluate.perplexity` with ``carry_state=True`` evaluates the same
 way. Without them (``model(x, y)``) every window starts from zeros, as in chapter 0.
 """
 from __future__ import annotations
@@ -47,10 +47,9 @@ import torch.nn.functional as F
 from ..config import Config, ConfigError
 from ..text.lm_data import unigram_log_probs
 from ..text.stream import BPTTBatches, LMStream
-from ..train.callbacks import Callback, Run
+from .nnlm import init_unigram_bias_
 
-__all__ = ["CarryState", "LSTMLM", "LSTMLMConfig", "RNNLM", "RNNLMConfig", "RecurrentLM", "RecurrentLMConfig",
-           "State", "detach_state"]
+__all__ = ["LSTMLM", "LSTMLMConfig", "RNNLM", "RNNLMConfig", "RecurrentLM", "RecurrentLMConfig", "State"]
 
 # nn.RNN's state is h (L, B, H); nn.LSTM's is (h, c), each (L, B, H)
 State = Union[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]
@@ -82,6 +81,12 @@ class RecurrentLMConfig(Config):
     train_tokens: int | None = None  # use only the first N training tokens (smoke scale)
     eval_tokens: int | None = None  # evaluate on the first N validation tokens
 
+    page_presets: ClassVar = {  # the WikiText-2 splits the chapter scores (the papers report test at full)
+        "smoke": dict(splits=("train", "valid")),
+        "cpu": dict(splits=("train", "valid")),
+        "full": dict(splits=("train", "valid", "test")),
+    }
+
     def validate(self) -> None:
         if self.adaptive_cutoffs is not None:
             cuts = list(self.adaptive_cutoffs)
@@ -102,6 +107,14 @@ class RecurrentLMConfig(Config):
         """A tiny random (x, y) batch of the right shape, for preset health checks."""
         g = torch.Generator().manual_seed(0)
         ids = torch.randint(self.vocab_size, (batch_size, min(self.bptt, 8) + 1), generator=g)
+        return ids[:, :-1], ids[:, 1:]
+
+    def step_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """A random batch with the exact shapes of one training step of this preset: the ``(x, y)`` BPTT window
+        ``(batch_size, bptt)`` that :meth:`batches` yields, ids below ``vocab_size`` (WikiText-2's 33,278 words
+        at ``full``). For the ``full``-shape checks (tests/test_full_presets.py, benchmarks/full_plan.py)."""
+        g = torch.Generator().manual_seed(0)
+        ids = torch.randint(self.vocab_size, (self.batch_size, self.bptt + 1), generator=g)
         return ids[:, :-1], ids[:, 1:]
 
     def batches(self, stream: LMStream, train: bool = True) -> BPTTBatches:
@@ -156,15 +169,6 @@ class LSTMLMConfig(RecurrentLMConfig):
         return LSTMLM(self)
 
 
-def detach_state(state: State | None) -> State | None:
-    """The same state values, cut from the graph that computed them (``None`` stays ``None``)."""
-    if state is None:
-        return None
-    if isinstance(state, torch.Tensor):
-        return state.detach()
-    return tuple(s.detach() for s in state)
-
-
 class RecurrentLM(nn.Module):
     """Embedding -> recurrent layers -> linear softmax over the vocabulary; subclasses choose the recurrence."""
 
@@ -212,8 +216,6 @@ class RecurrentLM(nn.Module):
         cluster's words for its cluster entries, so the head is the unigram model at the cluster level (the tail
         layers have no bias; inside a cluster the start is uniform).
         """
-        from .nnlm import init_unigram_bias_
-
         if not self.adaptive:
             init_unigram_bias_(self.out.bias, counts)
             return
@@ -244,7 +246,7 @@ class RecurrentLM(nn.Module):
 
         ``state`` starts the recurrence from a given state (default zeros); with ``return_state`` the result is
         ``{"loss": loss, "state": final state}`` -- the form :func:`shoulders.train.fit` accepts (the state is not
-        logged) and :class:`CarryState` uses.
+        logged) and :class:`shoulders.train.CarryState` uses.
         """
         if self.adaptive:  # the adaptive softmax scores only the targets' clusters: no (B, T, |V|) tensor
             h, new = self.hidden(x, state)  # (B, T, H)
@@ -273,75 +275,3 @@ class LSTMLM(RecurrentLM):
     def __init__(self, cfg: LSTMLMConfig):
         super().__init__(cfg, nn.LSTM(cfg.emb_dim, cfg.hidden, cfg.layers, batch_first=True,
                                       dropout=cfg.dropout if cfg.layers > 1 else 0.0))
-
-
-def _fits(state: State | None, x: torch.Tensor) -> bool:
-    """Whether a carried state can start the rows of ``x`` (same batch size)."""
-    if state is None:
-        return False
-    h = state if isinstance(state, torch.Tensor) else state[0]
-    return h.shape[1] == x.shape[0]
-
-
-class CarryState(Callback):
-    """Truncated BPTT for :func:`shoulders.train.fit`: carry the recurrent state from window to window.
-
-    Pass the *same* object twice -- as the loss and as a callback::
-
-        carry = CarryState()
-        fit(model, stream.bptt_batches(bptt=35, batch_size=20), opt, steps=..., loss_fn=carry, callbacks=[carry])
-
-    Each step runs ``model(x, y, state=previous, return_state=True)`` and keeps the new state *detached*: window
-    k+1 starts from the values window k ended with, and its backward pass stops there. The state is reset to zeros
-    at the start of every pass over the data (``on_epoch_end``), when the batch size changes, and at the start of
-    a fresh ``fit``; it is saved in checkpoints, so a resumed run carries on exactly. The loss dict also holds
-    ``"tokens"`` (targets in the window), which ``fit`` logs cumulatively -- tokens per second is
-    ``history.last("tokens") / history.last("time")``.
-
-    Under DDP each process sees every N-th window, so consecutive windows of a process do not continue each other;
-    give each process its own stream if the carried state matters there.
-    """
-
-    def __init__(self) -> None:
-        self.state: State | None = None
-        self._attached = False
-        self._restored = False
-
-    def reset(self) -> None:
-        self.state = None
-
-    def __call__(self, model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> dict[str, Any]:
-        if not self._attached:
-            raise RuntimeError("CarryState is the loss_fn but not a callback of this fit: pass it as both, "
-                               "fit(..., loss_fn=carry, callbacks=[carry]), so it can reset at epoch boundaries")
-        x, y = batch
-        state = self.state if _fits(self.state, x) else None
-        if state is not None:
-            state = state.to(x.device) if isinstance(state, torch.Tensor) else tuple(s.to(x.device) for s in state)
-        out = model(x, y, state=state, return_state=True)
-        self.state = detach_state(out["state"])  # the values go on; the graph of this window does not
-        return {"loss": out["loss"], "tokens": y.numel()}
-
-    def on_fit_start(self, run: Run) -> None:
-        self._attached = True
-        if not self._restored:
-            self.reset()  # a fresh fit starts from zeros (a resumed one from its checkpointed state)
-        self._restored = False
-
-    def on_epoch_end(self, run: Run, epoch: int) -> None:
-        self.reset()  # the next pass starts again at the beginning of the stream
-
-    def on_fit_end(self, run: Run) -> None:
-        self._attached = False
-
-    def state_dict(self) -> dict[str, Any]:
-        if self.state is None:
-            return {}
-        s = self.state
-        return {"state": [s.cpu()] if isinstance(s, torch.Tensor) else [t.cpu() for t in s]}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        saved = state.get("state")
-        if saved:
-            self.state = saved[0] if len(saved) == 1 else tuple(saved)
-            self._restored = True

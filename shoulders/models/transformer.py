@@ -27,7 +27,6 @@ import torch.nn.functional as F
 
 from ..config import Config, ConfigError
 from ..text.pad import pad_sequences
-from ..train.schedules import Schedule, inverse_sqrt
 from .attention import KVCache, key_padding_mask
 from .transformer_blocks import BlockConfig, Decoder, Encoder, LearnedPositions, SinusoidalPositions, scaled_embedding
 
@@ -76,6 +75,13 @@ class TransformerConfig(Config):
     length_penalty: float = 0.6
     max_extra_len: int = 50
 
+    page_presets: ClassVar = {
+        # chapter 12: the sequence lengths of the attention-cost measurement (timed median of ``timing_repeats``),
+        # and the test BLEU the trained translator must reach (None: minutes of smoke training promise none)
+        "smoke": dict(attention_lengths=(256, 512, 1024), timing_repeats=1, min_bleu=None),
+        "cpu": dict(attention_lengths=(512, 1024, 2048), timing_repeats=3, min_bleu=15.0),
+        "full": dict(attention_lengths=(512, 1024, 2048), timing_repeats=3, min_bleu=15.0),
+    }
     presets: ClassVar = {
         "smoke": dict(src_vocab=2_000, tgt_vocab=2_000, d_model=64, n_heads=4, d_ff=128, enc_layers=2, dec_layers=2,
                       dropout=0.1, max_len=128, train_pairs=6_000, eval_pairs=200, batch_size=64, steps=240,
@@ -113,14 +119,6 @@ class TransformerConfig(Config):
     def build(self) -> "Transformer":
         return Transformer(self)
 
-    def schedule(self) -> Schedule:
-        """Eq. 3's warm-up then inverse-sqrt decay, normalised to peak at ``lr`` after ``warmup`` steps."""
-        return inverse_sqrt(self.warmup)
-
-    def optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
-        """Adam with the paper's β₁ = 0.9, β₂ = 0.98, ε = 1e-9 (§5.3), at the peak rate ``lr``."""
-        return torch.optim.Adam(model.parameters(), lr=self.lr, betas=self.betas, eps=self.adam_eps)
-
     def collate(self, pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> tuple[torch.Tensor, ...]:
         """A list of ``(source ids, target ids)`` pairs -> one ``(src, tgt_in, tgt_out)`` batch (a DataLoader's
         ``collate_fn``); see :func:`translation_batch`."""
@@ -142,6 +140,23 @@ class TransformerConfig(Config):
             tgt_out[-1, 2] = self.eos_id
             tgt_out[-1, 3:] = self.pad_id
         return src, tgt_in, tgt_out
+
+    def step_batch(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A random batch with the shapes of a typical training step of this preset: ``batch_size`` pairs padded
+        to src ``(B, 13)`` and tgt_in/tgt_out ``(B, 18)``. Measured on Multi30k train (29,000 pairs, word-tokenised
+        as chapter 12 does; German 12.6 and English 13.1 words on average), the chapter's batches of 128 pairs
+        sorted by length within pools of 50 batches pad to 13.1 source and 17.4 target positions on average
+        (the longest batch: 45 and 42). ``max_len`` is only an upper bound. Ids below ``src_vocab`` /
+        ``tgt_vocab``; the rows have different lengths, so the padding masks are exercised."""
+        g = torch.Generator().manual_seed(0)
+        B, S, T = self.batch_size, 13, 17  # T words + <bos> (tgt_in) or <eos> (tgt_out): 18 positions
+        low = max(self.pad_id, self.unk_id, self.bos_id, self.eos_id) + 1
+        src_len = torch.randint(S - 3, S + 1, (B,), generator=g)
+        tgt_len = torch.randint(T - 5, T + 1, (B,), generator=g)
+        src_len[0], tgt_len[0] = S, T
+        src = [torch.randint(low, self.src_vocab, (int(n),), generator=g).tolist() for n in src_len]
+        tgt = [torch.randint(low, self.tgt_vocab, (int(n),), generator=g).tolist() for n in tgt_len]
+        return translation_batch(src, tgt, self.pad_id, self.bos_id, self.eos_id)
 
 
 def translation_batch(src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], pad_id: int, bos_id: int,

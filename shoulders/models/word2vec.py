@@ -19,9 +19,10 @@ sec. 4.2 "we randomly choose R in range <1; C>"), and plain SGD whose learning r
 ``lr`` to ``lr * 1e-4`` over the planned number of words.
 
 Speed comes from batches, not from a loop per token: :class:`Word2VecBatches` cuts an epoch into chunks of
-``batch_words`` tokens and builds all (centre, context) pairs of a chunk with tensor ops; :func:`train` applies
-word2vec.c's update rules to the whole batch at once with scatter-adds (``sparse_rows``; gradients written by
-hand, checked against autograd in the tests). The module's ``forward`` returns the loss too, so
+``batch_words`` tokens and builds all (centre, context) pairs of a chunk with tensor ops;
+:meth:`Word2Vec.sgd_step` (driven by :func:`shoulders.recipes.word_vectors.train_word2vec`) applies word2vec.c's
+update rules to the whole batch at once with scatter-adds (``sparse_rows``; gradients written by hand, checked
+against autograd in the tests). The module's ``forward`` returns the loss too, so
 :func:`shoulders.train.fit` can train it with any optimiser.
 
 What batching changes, and how it is kept in check. word2vec.c updates after every pair, so each update sees the
@@ -42,10 +43,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -54,13 +54,12 @@ import torch.nn.functional as F
 
 from ..config import Config, ConfigError
 from ..text.vocab import Vocab
-from ..train.history import History
 from .huffman_tree import HierarchicalSoftmax, huffman_tree
 from .negative_sampling import NegativeSampler, NegativeSampling, keep_probability, subsample
 from .sparse_rows import add_rows_, take_rows
 
-__all__ = ["FullSoftmax", "Word2Vec", "Word2VecBatches", "Word2VecConfig", "WordCorpus", "corpus_lines",
-           "dynamic_window", "output_layer", "prepare_corpus", "train", "window_pairs", "zipf_counts"]
+__all__ = ["FullSoftmax", "Word2Vec", "Word2VecBatches", "Word2VecConfig", "WordCorpus", "dynamic_window",
+           "output_layer", "prepare_corpus", "window_pairs", "zipf_counts"]
 
 ARCHS = ("sg", "cbow")
 OUTPUTS = ("ns", "hs", "softmax")
@@ -113,23 +112,6 @@ def prepare_corpus(lines: Iterable[Sequence[str]], min_count: int = 5, max_token
     keep = raw >= 0
     counts = torch.as_tensor(vocab.count_array())
     return WordCorpus(torch.from_numpy(raw[keep]), torch.from_numpy(line_of[keep]), vocab, counts)
-
-
-def corpus_lines(corpus: str = "wikitext-2") -> list[list[str]]:
-    """The training text as lines of tokens: WikiText-2 train (without ``<eos>``), or text8 cut into
-    10,000-word lines (the chunk size gensim's ``Text8Corpus`` uses; text8 has no line breaks)."""
-    if corpus == "wikitext-2":
-        from ..text.corpus import wikitext2
-
-        return wikitext2("train", eos=None)
-    if corpus == "text8":
-        from pathlib import Path
-
-        from ..data import path as data_path
-
-        words = (Path(data_path("text8")) / "text8").read_text(encoding="utf-8").split()
-        return [words[i: i + 10_000] for i in range(0, len(words), 10_000)]
-    raise ValueError(f"corpus must be 'wikitext-2' or 'text8', got {corpus!r}")
 
 
 def zipf_counts(vocab_size: int, total: int = 1_000_000) -> torch.Tensor:
@@ -432,88 +414,23 @@ class Word2VecConfig(Config):
         mask[:, 0] = False
         return ctx, torch.randint(self.vocab_size, (batch_size,), generator=g), mask
 
-    def corpus_lines(self) -> list[list[str]]:
-        """:func:`corpus_lines` of this config's ``corpus``."""
-        return corpus_lines(self.corpus)
-
-    def prepare(self, lines: Iterable[Sequence[str]] | None = None) -> WordCorpus:
-        """:func:`prepare_corpus` of ``lines`` (default :meth:`corpus_lines`) with this config's limits."""
-        return prepare_corpus(self.corpus_lines() if lines is None else lines, self.min_count, self.train_tokens,
-                              self.max_vocab)
+    def step_batch(self) -> tuple[torch.Tensor, ...]:
+        """A random batch with the exact shapes of one training step of this preset, built as
+        :class:`Word2VecBatches` builds one: ``batch_words`` centre words (after subsampling) of a random stream of
+        ids below ``vocab_size`` (text8's 71,290 words at ``full``), each with its dynamic window b ~ U{1..window}
+        (:func:`window_pairs`), on one line (text8 is cut into 10,000-word lines, so nearly every window is
+        whole). Skip-gram: all the batch's pairs, about ``batch_words * (window + 1)`` of them (2 E[b] per centre),
+        oriented by ``predict``; CBOW: ``(context (C, 2w), center (C,), mask (C, 2w))``."""
+        g = torch.Generator().manual_seed(0)
+        C, w = self.batch_words, self.window
+        ids = torch.randint(self.vocab_size, (C + 2 * w,), generator=g)
+        center, context, mask = window_pairs(ids, torch.zeros_like(ids), w, w, w + C, generator=g)
+        if self.arch == "cbow":
+            return context, center, mask
+        i, j = mask.nonzero(as_tuple=True)
+        pair = (context[i, j], center[i])  # (P,), (P,): the context word predicts the centre (word2vec.c)
+        return pair if self.predict == "centre" else pair[::-1]
 
     def batches(self, corpus: WordCorpus) -> Word2VecBatches:
         return Word2VecBatches(corpus, self.arch, self.window, self.batch_words, self.sample, self.sample_rule,
                                self.seed, self.predict, self.shuffle_run)
-
-
-# -- training -----------------------------------------------------------------------------------------------------
-def train(model: Word2Vec, corpus: WordCorpus, cfg: Word2VecConfig | None = None, *, epochs: int | None = None,
-          steps: int | None = None, progress: bool = True,
-          evaluate: Callable[[Word2Vec], Mapping[str, float]] | None = None, eval_every: int | None = None,
-          device: torch.device | str | None = None) -> History:
-    """Train with word2vec.c's SGD: lr = lr0 * max(min_lr_ratio, 1 - words done / words planned), linear.
-
-    ``epochs`` (default ``cfg.epochs``) plans the run; ``steps`` stops after that many batches (the decay is
-    then planned over the steps). Returns a :class:`~shoulders.train.History` with ``loss`` (mean per
-    prediction), ``lr``, ``words`` (corpus tokens read) and ``words_per_s``; a tqdm bar counts words.
-    """
-    from tqdm.auto import tqdm
-
-    cfg = cfg or model.cfg
-    epochs = cfg.epochs if epochs is None else int(epochs)
-    if epochs < 1 or (steps is not None and steps < 1):
-        raise ValueError(f"epochs and steps must be >= 1, got {epochs}, {steps}")
-    dev = torch.device(device) if device is not None else next(model.parameters()).device
-    model.to(dev)
-    corpus = corpus.to(dev)
-    batches = cfg.batches(corpus)
-    N = len(corpus)
-    planned = epochs * N
-    noise_gen = torch.Generator(device=dev).manual_seed(cfg.seed + 7)
-    history = History()
-    bar = tqdm(total=planned if steps is None else steps, unit="word" if steps is None else "step",
-               unit_scale=True, disable=not progress, dynamic_ncols=True, desc=f"word2vec {cfg.arch}/{cfg.output}",
-               mininterval=1.0)
-    step, start, words, lr, ep = 0, time.perf_counter(), 0, cfg.lr, 0
-    acc_loss, acc_n = 0.0, 0
-    try:
-        for ep in range(epochs):
-            done = 0
-            for batch, raw in batches.epoch(ep):
-                frac = step / steps if steps is not None else (ep * N + done) / planned
-                lr = cfg.lr * max(cfg.min_lr_ratio, 1.0 - frac)
-                x, y = batch[0], batch[1]
-                mask = batch[2] if len(batch) > 2 else None
-                kw = {}
-                if cfg.output == "ns":
-                    G = cfg.share_negatives
-                    kw["noise"] = model.out.sampler.sample((-(-y.shape[0] // G), cfg.negatives), noise_gen)
-                    kw["group"] = G
-                loss = model.sgd_step(x, y, mask=mask, lr=lr, **kw)
-                step += 1
-                words += raw - done
-                bar.update(1 if steps is not None else raw - done)
-                done = raw
-                acc_loss += float(loss)
-                acc_n += y.shape[0]
-                if step % 20 == 0 or (steps is not None and step == steps):
-                    elapsed = time.perf_counter() - start
-                    history.log(step, loss=acc_loss / acc_n, lr=lr, words=words, words_per_s=words / elapsed,
-                                time=elapsed, epoch=ep)
-                    bar.set_postfix(loss=f"{acc_loss / acc_n:.4f}", lr=f"{lr:.4g}", refresh=False)
-                    acc_loss, acc_n = 0.0, 0
-                if evaluate is not None and eval_every and step % eval_every == 0:
-                    history.log(step, **{k: float(v) for k, v in evaluate(model).items()})
-                if steps is not None and step >= steps:
-                    break
-            if steps is not None and step >= steps:
-                break
-    finally:
-        bar.close()
-    elapsed = time.perf_counter() - start
-    if acc_n:
-        history.log(step, loss=acc_loss / acc_n, lr=lr, words=words, words_per_s=words / elapsed, time=elapsed,
-                    epoch=ep)
-    if evaluate is not None:
-        history.log(step, **{k: float(v) for k, v in evaluate(model).items()})
-    return history

@@ -2,7 +2,7 @@
 
 Every token carries a segment id (0 for ``[CLS]``, A and its ``[SEP]``; 1 for B and its ``[SEP]``), added to the
 token and position embeddings. Pre-training (:mod:`shoulders.text.bert_pretraining`) and every fine-tuning task
-(:mod:`shoulders.text.tasks`) build their inputs with :func:`pack` and batch them with :func:`collate`.
+(:mod:`shoulders.text.task_features`) build their inputs with :func:`pack` and batch them with :func:`collate`.
 """
 from __future__ import annotations
 

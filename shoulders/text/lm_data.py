@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .corpus import wikitext2
+from ..data.corpora import wikitext2
 from .stream import LMStream, lm_stream
 from .vocab import Vocab
 

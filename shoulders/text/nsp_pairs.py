@@ -6,61 +6,19 @@ document (``NotNext``, label 1). Both are *spans of sentences*, not single sente
 sequence up to ``max_len`` (the paper: "combined length <= 512 tokens"), and 10% of the time a shorter target
 length is drawn so the model also sees short inputs (the reference implementation's ``short_seq_prob``).
 
-:func:`wikitext_documents` turns WikiText-2 into documents of sentences (one per Wikipedia article);
-:func:`nsp_pairs` draws the pairs. All randomness comes from Python's ``random`` module (or the ``rng`` passed),
-so ``shoulders.train.fit``'s per-epoch data RNG makes each epoch's pairs reproducible and different.
+:func:`nsp_pairs` draws the pairs from documents of sentences -- e.g. WikiText-2's articles,
+:func:`shoulders.data.wikitext_documents`. All randomness comes from Python's ``random`` module (or the ``rng``
+passed), so ``shoulders.train.fit``'s per-epoch data RNG makes each epoch's pairs reproducible and different.
 """
 from __future__ import annotations
 
-import os
 import random
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .corpus import wikitext2
-
-__all__ = ["IS_NEXT", "NOT_NEXT", "NSPPair", "nsp_pairs", "wikitext_documents", "wikitext_detokenize"]
+__all__ = ["IS_NEXT", "NOT_NEXT", "NSPPair", "nsp_pairs"]
 
 IS_NEXT, NOT_NEXT = 0, 1  # the label order of the reference implementation (and Hugging Face's)
-
-_TITLE = re.compile(r"^ = [^=].* = $")  # " = Title = ": a level-1 heading starts a new article
-_HEADING = re.compile(r"^ =( =)+ .* =( =)+ $")  # " = = Section = = ", deeper levels
-_SENTENCE_END = re.compile(r"(?<= [.!?]) (?=[^a-z])")  # after a spaced full stop, before a non-lower-case token
-_AT_JOIN = re.compile(r" @(.)@ ")  # WikiText's " @-@ ", " @,@ ", " @.@ " (joined number and word parts)
-
-
-def wikitext_detokenize(line: str) -> str:
-    """Undo two WikiText conventions for a subword tokenizer: ``<unk>`` -> ``[UNK]``, ``3 @,@ 000`` -> ``3,000``."""
-    return _AT_JOIN.sub(r"\1", line.replace("<unk>", "[UNK]"))
-
-
-def wikitext_documents(split: str = "train", root: str | os.PathLike | None = None,
-                       max_documents: int | None = None) -> list[list[str]]:
-    """WikiText-2 as documents (articles) of sentences, headings dropped: ``[[sentence, ...], ...]``.
-
-    An article starts at each level-1 heading (`` = Title = ``); paragraphs are split into sentences after a
-    spaced ``.``/``!``/``?`` followed by a token that does not start lower-case (so "St. louis" stays whole more
-    often than not; the split does not need to be perfect, only to keep text contiguous). Text goes through
-    :func:`wikitext_detokenize`. WikiText-2 train gives 600 articles.
-    """
-    docs: list[list[str]] = []
-    for tokens in wikitext2(split, root=root, eos=None):
-        if not tokens:
-            continue
-        line = " " + " ".join(tokens) + " "
-        if _TITLE.match(line) and not _HEADING.match(line):
-            if max_documents is not None and len(docs) == max_documents:
-                break
-            docs.append([])
-            continue
-        if _HEADING.match(line):
-            continue
-        if not docs:
-            docs.append([])
-        text = wikitext_detokenize(" ".join(tokens))
-        docs[-1].extend(s for s in _SENTENCE_END.split(text) if s.strip())
-    return [d for d in docs if d]
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,24 @@
-"""The one training loop of the book, and what goes around it.
+"""The one training loop of the book, and what goes around it. It knows nothing of any model family.
 
-* :func:`fit` -- train any model that returns its loss (progress bar, live plot, clipping, bf16 on CUDA,
-  evaluation, early stopping, NaN guard, exact checkpoint/resume, DDP under torchrun) → :class:`History`;
+* :func:`fit` -- train any model that returns its loss (progress bar, clipping of dense and sparse gradients,
+  bf16 on CUDA, evaluation, early stopping, NaN guard, exact checkpoint/resume, DDP under torchrun) →
+  :class:`History`;
+* :class:`Tracker` -- the progress bar, history and evaluation hook of a run, shared by ``fit`` and by the loops
+  that keep a paper's own update rule (word2vec's SGD);
 * :mod:`~shoulders.train.schedules` -- learning-rate multipliers of the step: :func:`constant`,
   :func:`linear_warmup_decay` (BERT), :func:`inverse_sqrt` (Transformer), :func:`stlr` (ULMFiT),
   :func:`cosine_warmup` (GPT), :func:`one_cycle`;
 * :func:`discriminative_lr`, :func:`freeze`, :func:`unfreeze`, :class:`GradualUnfreezing` (ULMFiT);
-* :class:`Callback`, :class:`EarlyStopping`; :func:`adamw`;
-* checkpoints: :func:`load_checkpoint`, :func:`load_weights`, :func:`latest_checkpoint`; :func:`load_or_train`;
+* :class:`Callback`, :class:`EarlyStopping`, :class:`CarryState` (truncated BPTT); :func:`adamw`;
+* checkpoints: :func:`save_checkpoint`, :func:`load_checkpoint`, :func:`load_weights`, :func:`latest_checkpoint`;
 * errors: :class:`TrainingDiverged`, :class:`CheckpointError`.
+
+Pre-trained models that later chapters share are cached by :mod:`shoulders.giants`, not here.
 """
 from __future__ import annotations
 
 from . import distributed, schedules
-from .cache import load_or_train, models_root
+from .bptt import CarryState, detach_state
 from .callbacks import Callback, EarlyStopping, GradualUnfreezing, Run
 from .checkpoint import latest_checkpoint, load_checkpoint, load_weights, save_checkpoint
 from .errors import CheckpointError, TrainingDiverged
@@ -21,21 +26,25 @@ from .history import History
 from .loop import fit
 from .optimizers import adamw, decay_groups
 from .param_groups import discriminative_lr, freeze, trainable, unfreeze
+from .progress import Tracker
 from .schedules import Schedule, constant, cosine_warmup, inverse_sqrt, linear_warmup_decay, one_cycle, stlr
 
 __all__ = [
     "Callback",
+    "CarryState",
     "CheckpointError",
     "EarlyStopping",
     "GradualUnfreezing",
     "History",
     "Run",
     "Schedule",
+    "Tracker",
     "TrainingDiverged",
     "adamw",
     "constant",
     "cosine_warmup",
     "decay_groups",
+    "detach_state",
     "discriminative_lr",
     "distributed",
     "fit",
@@ -44,9 +53,7 @@ __all__ = [
     "latest_checkpoint",
     "linear_warmup_decay",
     "load_checkpoint",
-    "load_or_train",
     "load_weights",
-    "models_root",
     "one_cycle",
     "save_checkpoint",
     "schedules",

@@ -19,7 +19,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +29,7 @@ FORMAT = "shoulders.history/1"
 
 
 class History:
-    """Named series of ``(step, value)`` pairs, with JSON save/load and a quick figure."""
+    """Named series of ``(step, value)`` pairs, with JSON save/load (figures: :func:`shoulders.viz.training_curves`)."""
 
     def __init__(self) -> None:
         self._series: dict[str, tuple[list[int], list[float]]] = {}
@@ -108,21 +108,6 @@ class History:
     def load(cls, path: str | os.PathLike) -> "History":
         """Read a history written by :meth:`save`."""
         return cls.from_state_dict(json.loads(Path(path).read_text(encoding="utf-8")))
-
-    # -- figure ----------------------------------------------------------------------------------------------
-    def plot(self, keys: Iterable[str] | None = None, smooth: float = 0.9):
-        """A matplotlib figure of the run: :func:`shoulders.viz.training_curves` over ``keys``.
-
-        ``keys`` chooses the panels (default: ``loss`` plus every series logged less often than the loss,
-        i.e. the evaluation metrics).
-        """
-        from ..viz.curves import training_curves
-
-        if keys is None:
-            n = len(self)
-            keys = ["loss"] if "loss" in self else []
-            keys += [k for k in self.keys() if k != "loss" and len(self._series[k][0]) < n and not k.startswith("lr/")]
-        return training_curves(self, keys=tuple(keys), smooth=smooth)
 
 
 def ema(values: np.ndarray, beta: float = 0.9) -> np.ndarray:

@@ -6,8 +6,8 @@ Every chapter trains with it, from the NNLM to BERT. It does the update ``t = 1 
           → optimizer.step() → history → callbacks → evaluate (every eval_every)
           → checkpoint (every checkpoint_every)
 
-and everything a chapter needs around it: a progress bar and live plot, a :class:`~shoulders.train.History` of
-every step, early stopping, exact checkpoint/resume (weights, optimiser, schedule, RNG, data position) and DDP
+and everything a chapter needs around it: a progress bar (:class:`~shoulders.train.Tracker`), a
+:class:`~shoulders.train.History` of every step, early stopping, exact checkpoint/resume (weights, optimiser, schedule, RNG, data position) and DDP
 under ``torchrun``.
 """
 from __future__ import annotations
@@ -29,14 +29,13 @@ from . import distributed
 from .callbacks import Callback, EarlyStopping, Run, as_callbacks
 from .errors import CheckpointError, TrainingDiverged
 from .history import History
-from .progress import LivePlot, ProgressBar
+from .progress import RESERVED, Tracker
 from .rng import get_rng_state, set_rng_state
 from .schedules import ScheduledLR
 from .stream import BatchStream
 
 Batch = Any
 LossFn = Callable[[nn.Module, Batch], "torch.Tensor | Mapping[str, Any]"]
-RESERVED = ("grad_norm", "time", "epoch", "unfrozen")
 
 
 def fit(
@@ -56,7 +55,6 @@ def fit(
     device: torch.device | str | None = None,
     amp: bool = True,
     progress: bool = True,
-    live_plot: bool | int = False,
     loss_fn: LossFn | None = None,
     seed: int | None = None,
 ) -> History:
@@ -83,8 +81,8 @@ def fit(
         early_stopping: an :class:`~shoulders.train.EarlyStopping` watching a metric of ``evaluate``.
         device: default :func:`shoulders.device` (``cuda:LOCAL_RANK`` under torchrun with CUDA).
         amp: bf16 autocast for the forward pass on CUDA (no effect elsewhere).
-        progress: show a tqdm bar (rank 0 only).
-        live_plot: in a notebook, redraw a loss plot every ``live_plot`` updates (``True``: ~50 redraws a run).
+        progress: show a tqdm bar (rank 0 only). A live loss plot in a notebook is a callback:
+            ``callbacks=[shoulders.viz.LivePlot()]``.
         loss_fn: ``loss_fn(model, batch)`` replaces ``model(batch)`` (same return types).
         seed: seeds the per-epoch data order; default: drawn from torch's global RNG (so ``shoulders.seed``
             fixes it). A resumed run uses the seed stored in its checkpoint.
@@ -158,9 +156,9 @@ def fit(
         return history
 
     # -- train -------------------------------------------------------------------------------------------------
-    bar = ProgressBar(total=steps, initial=start, enabled=progress and info.is_main)
-    every = max(1, (steps - start) // 50) if live_plot is True else int(live_plot or 1)
-    live = LivePlot(every, steps, enabled=bool(live_plot) and info.is_main)
+    tracker = Tracker(steps, history, evaluate=evaluate, eval_every=eval_every, last=steps,
+                      progress=progress and info.is_main, initial=start)
+    bar = tracker.bar
     adt = autocast_dtype(dev) if amp else None
     autocast = (lambda: torch.autocast(device_type=dev.type, dtype=adt)) if adt is not None else contextlib.nullcontext
     params = [p for group in optimizer.param_groups for p in group["params"]]
@@ -204,11 +202,8 @@ def fit(
             history.log(t, **logs)
             for cb in cbs:
                 cb.on_step_end(run, logs)
-            due = evaluate is not None and ((eval_every is not None and t % int(eval_every) == 0) or t == steps)
-            if evaluate is not None and (due or run.stop_reason is not None):
-                metrics = run_evaluate(evaluate, model)
-                history.log(t, **metrics)
-                bar.metrics(metrics)
+            if evaluate is not None and (tracker.due(t) or run.stop_reason is not None):
+                metrics = tracker.evaluate(model, t)
                 for cb in cbs:
                     cb.on_evaluate(run, metrics)
             periodic = checkpoint_every is not None and t % int(checkpoint_every) == 0
@@ -222,8 +217,7 @@ def fit(
                     "steps": steps,
                 }
                 last_good = (save(root, t, model, state_now, info, last_good), t)
-            bar.update(loss_v, lrs[0] if lrs else None)
-            live.update(history, t)
+            tracker.advance(loss_v, lrs[0] if lrs else None)
             if run.stop_reason is not None:
                 bar.write(f"step {t}: {run.stop_reason}")
                 break
@@ -237,9 +231,8 @@ def fit(
             print(msg, file=sys.stderr)
         raise
     finally:
-        bar.close()
+        tracker.close()
     optimizer.zero_grad(set_to_none=True)  # free the last gradients (callbacks have seen them)
-    live.update(history, t, force=True)
     for cb in cbs:
         cb.on_fit_end(run)
     return history
@@ -304,43 +297,28 @@ def split_output(out: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
 
 
 def grad_norm(params: list[torch.Tensor], dev: torch.device) -> torch.Tensor:
-    """Global L2 norm of the parameters' gradients (a 0-d tensor; 0 when there are none)."""
+    """Global L2 norm of the parameters' gradients (a 0-d tensor; 0 when there are none).
+
+    Sparse gradients (an ``nn.Embedding``/``EmbeddingBag`` with ``sparse=True``, as fastText's table A) count
+    with the norm of their coalesced values: a row that appears twice in the batch adds its two updates first,
+    exactly as the dense gradient would.
+    """
     if not params:
         return torch.zeros((), device=dev)
-    gs = [p.grad for p in params]
+    gs = [p.grad.coalesce().values() if p.grad.is_sparse else p.grad for p in params]
     if hasattr(torch.nn.utils, "get_total_norm"):
         return torch.nn.utils.get_total_norm(gs, 2.0)
     return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, 2.0) for g in gs]), 2.0)
 
 
 def clip_(params: list[torch.Tensor], max_norm: float, norm: torch.Tensor) -> None:
-    """Scale gradients so their global norm is at most ``max_norm`` (Pascanu et al., 2013, §3.2)."""
-    if hasattr(torch.nn.utils, "clip_grads_with_norm_"):
-        torch.nn.utils.clip_grads_with_norm_(params, max_norm, norm)
-        return
+    """Scale gradients so their global norm is at most ``max_norm`` (Pascanu et al., 2013, §3.2).
+
+    Works on dense and sparse gradients alike (a sparse gradient is scaled in place, values only).
+    """
     coef = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
     for p in params:
         p.grad.mul_(coef.to(p.grad.device))
-
-
-def run_evaluate(evaluate: Callable[[nn.Module], Mapping[str, Any]], model: nn.Module) -> dict[str, float]:
-    """``evaluate(model)`` in eval mode without gradients; the train/eval mode is restored afterwards."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            out = evaluate(model)
-    finally:
-        model.train(was_training)
-    if not isinstance(out, Mapping):
-        raise TypeError("evaluate(model) must return a dict of metrics, e.g. {'val_loss': 3.2}; "
-                        f"got {type(out).__name__}")
-    metrics = {str(k): float(v.item() if isinstance(v, torch.Tensor) else v) for k, v in out.items()}
-    clash = [k for k in metrics if k in RESERVED or k == "loss" or k.startswith("lr/")]
-    if clash:
-        raise ValueError(f"evaluate() returned {clash}, which clash with names fit logs itself; "
-                         "rename them (e.g. 'val_loss')")
-    return metrics
 
 
 # -- checkpoints -------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ switch in the static book too; sliders that recompute need a live kernel.
 Public surface:
 
 * :func:`training_curves` -- loss and metrics against the step, from a run's history (static figure);
+* :class:`LivePlot` -- a ``fit`` callback that redraws the loss in a notebook while the model trains;
 * :func:`lr_curves` -- every learning-rate schedule with sliders, plus the lr a run recorded (:class:`View`);
 * :func:`stack_view` / :class:`StackView` -- precomputed images (or any widgets) switched in the browser;
 * :class:`View` -- a static figure plus a widget, displayed in that order;
@@ -19,6 +20,7 @@ from __future__ import annotations
 from .attention import attention_heads
 from .curves import expand_keys, training_curves
 from .figure import DPI, BookFigure, figure_to_image_widget, figure_to_png, subplots
+from .live import LivePlot
 from .lr import default_schedules, lr_curves, lr_figure, recorded_lr, schedule_steps
 from .next_word import next_word_explorer, next_word_figure, top_k
 from .stack import StackView, stack_view
@@ -27,6 +29,7 @@ from .view import View
 __all__ = [
     "DPI",
     "BookFigure",
+    "LivePlot",
     "StackView",
     "View",
     "attention_heads",

@@ -11,9 +11,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..train.history import ema  # bias-corrected exponential moving average
 from .figure import BookFigure, subplots
 
-__all__ = ["training_curves", "expand_keys"]
+__all__ = ["default_keys", "expand_keys", "training_curves"]
 
 DENSE = 50
 """A series with more points than this is "per step" (plotted as a thin line, smoothed); fewer: markers."""
@@ -42,18 +43,27 @@ def expand_keys(history: Any, keys: Sequence[Any]) -> list[list[str]]:
     return panels
 
 
+def default_keys(history: Any) -> list[str]:
+    """``loss`` and every series logged less often than it, except learning rates: what a run is judged by."""
+    names = list(history.keys())
+    n = len(history.series("loss")[0]) if "loss" in names else 0
+    rest = [k for k in names if k != "loss" and not k.startswith("lr/") and len(history.series(k)[0]) < n]
+    return (["loss"] if "loss" in names else []) + rest
+
+
 def _smoothed(name: str, n: int, smooth: float | None, smooth_keys: Sequence[str]) -> bool:
     return bool(smooth) and n > DENSE and any(fnmatch.fnmatchcase(name, p) for p in smooth_keys)
 
 
-def training_curves(history: Any, keys: Sequence[Any] = ("loss",), *, smooth: float | None = 0.9,
-                    smooth_keys: Sequence[str] = ("*loss*",), logy: bool | Sequence[str] = False,
-                    ncols: int = 3, title: str | None = None, panel_size: tuple[float, float] = (4.0, 2.8)) -> BookFigure:
+def training_curves(history: Any, keys: Sequence[Any] | None = None, *, smooth: float | None = 0.9,
+                    smooth_keys: Sequence[str] = ("*loss*",), logy: bool | Sequence[str] = False, ncols: int = 3,
+                    title: str | None = None, panel_size: tuple[float, float] = (4.0, 2.8)) -> BookFigure:
     """A static figure: one panel per entry of ``keys``, each series against the step.
 
     Args:
         history: what a run recorded (``series(key)``, ``keys()``).
-        keys: panels, see :func:`expand_keys` -- e.g. ``("loss", ("val_ppl",), "lr/*")``.
+        keys: panels, see :func:`expand_keys` -- e.g. ``("loss", ("val_ppl",), "lr/*")``; default: ``loss`` and
+            every series logged less often than the loss (the evaluation metrics), one panel each.
         smooth: β of a bias-corrected EMA drawn over every dense series (more than ``DENSE`` points) whose name
             matches ``smooth_keys`` (default: the losses; learning rates and other exact series are never
             smoothed), the raw series staying faint underneath; ``None`` or ``0`` draws raw series only.
@@ -64,9 +74,7 @@ def training_curves(history: Any, keys: Sequence[Any] = ("loss",), *, smooth: fl
     Lines per panel: one per series, plus one EMA line per smoothed series.
     Returns a :class:`~shoulders.viz.figure.BookFigure` (shown as a PNG when it is the cell's value).
     """
-    from shoulders.train.history import ema  # the same smoothing as History.plot
-
-    panels = expand_keys(history, keys)
+    panels = expand_keys(history, default_keys(history) if keys is None else keys)
     if not panels:
         raise ValueError("training_curves needs at least one key")
     ncols = max(1, min(ncols, len(panels)))

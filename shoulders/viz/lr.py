@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 import ipywidgets as widgets
 import numpy as np
 
+from ..train import schedules as S
 from .figure import BookFigure, figure_to_image_widget, figure_to_png, subplots
 from .stack import StackView, stack_view
 from .view import View
@@ -82,8 +83,6 @@ SLIDERS: dict[str, Callable[[Any, int], widgets.Widget]] = {
 
 def default_schedules(total: int, warmup: int | None = None) -> list[Any]:
     """The six schedules of the book over ``total`` steps, with warm-up ``total // 10`` unless given."""
-    from shoulders.train import schedules as S
-
     total = int(total)
     if total < 2:
         raise ValueError(f"total must be >= 2, got {total}")
@@ -179,10 +178,6 @@ def _panel_png(schedule: Any, ts: np.ndarray, recorded: Mapping[str, Any], logy:
 def _factory_for(schedule: Any, factories: Mapping[str, Callable[..., Any]] | None) -> Callable[..., Any] | None:
     name = getattr(schedule, "name", None)
     if factories is None:
-        try:
-            from shoulders.train import schedules as S
-        except ImportError:  # pragma: no cover - the package ships it
-            return None
         fn = getattr(S, name, None) if isinstance(name, str) else None
         return fn if callable(fn) else None
     return factories.get(name) if isinstance(name, str) else None

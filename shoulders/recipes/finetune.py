@@ -16,16 +16,18 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from ._seed import seed as set_seed
-from .config import Config, ConfigError
-from .text.bert_inputs import collate
-from .train.history import History
-from .train.loop import fit
-from .train.optimizers import adamw
-from .train.schedules import linear_warmup_decay
+from .._seed import seed as set_seed
+from ..config import Config, ConfigError
+from ..heads import Head
+from ..text.bert_inputs import collate
+from ..train.history import History
+from ..train.loop import fit
+from ..train.optimizers import adamw
+from ..train.param_groups import freeze, trainable, unfreeze
+from ..train.schedules import linear_warmup_decay
 
-__all__ = ["BertFinetuningConfig", "FeatureBatches", "compare", "describe", "finetune", "predict", "prior_loss",
-           "shoulders_table"]
+__all__ = ["MODES", "BertFinetuningConfig", "FeatureBatches", "compare", "describe", "finetune", "predict",
+           "prior_loss", "set_trainable", "shoulders_table"]
 
 
 @dataclasses.dataclass
@@ -57,6 +59,14 @@ class BertFinetuningConfig(Config):
     copa_train: int = 500              # of Balanced COPA's 1,000 items; the rest evaluate
     eval_limit: int | None = None      # evaluate on at most this many examples per task
 
+    page_presets: ClassVar = {
+        # chapter 14's checks: which encoder's heads must fit their training labels (at smoke the one-minute
+        # pre-training leaves [CLS] nearly constant, so only the from-scratch heads are asserted), and how far above
+        # the majority class fine-tuned SST-2 must be (points; None: not asserted)
+        "smoke": dict(fitted="from scratch", sst2_over_majority=None),
+        "cpu": dict(fitted="pre-trained", sst2_over_majority=15.0),
+        "full": dict(fitted="pre-trained", sst2_over_majority=15.0),
+    }
     presets: ClassVar = {
         # smoke: minutes of CPU for ten fine-tunings; the heads must fit their training labels (see chapter 14)
         "smoke": dict(batch_size=32, lr=1e-3, scratch_lr=1e-3, epochs=2.0, max_steps=120, max_len=64,
@@ -132,7 +142,7 @@ def finetune(head: nn.Module, features: Sequence[Mapping[str, Any]], pad_id: int
              evaluate: Callable[[nn.Module], Mapping[str, Any]] | None = None, **fit_kwargs: Any) -> History:
     """Train ``head`` (a :mod:`shoulders.heads` module around its encoder) on ``features``; returns the history.
 
-    Only parameters with ``requires_grad`` are optimised (see :func:`shoulders.heads.set_trainable`).
+    Only parameters with ``requires_grad`` are optimised (see :func:`set_trainable`).
     ``fit_kwargs`` go to :func:`shoulders.train.fit`.
     """
     steps = steps if steps is not None else cfg.steps_for(len(features))
@@ -249,3 +259,56 @@ def shoulders_table(results: Mapping[str, Mapping[str, Any]]) -> str:
                     f"**{_score_text(r['pre-trained'])}** | {p - s:+.1f} | "
                     f"{r['train examples']:,} | {r['pre-trained']['steps']} |")
     return "\n".join(rows)
+
+
+# -- the three ways to use a pre-trained model -------------------------------------------------------------------
+MODES = ("frozen", "full", "top")
+
+
+def set_trainable(head: nn.Module, mode: str, top_layers: int = 1) -> tuple[int, int]:
+    """Choose what trains: the three ways to use a pretrained model.
+
+    * ``"frozen"`` -- feature-based: the encoder is frozen entirely (pooler included) and only the head learns
+      (Devlin et al. 2019, §5.3 and Table 7; ELMo's way, Peters et al. 2018).
+    * ``"full"`` -- fine-tuning: every parameter trains (Devlin et al. 2019, §4; Radford et al. 2018, §3.2).
+    * ``"top"`` -- only the top ``top_layers`` encoder layers (with the stack's final LayerNorm, if any), the
+      pooler and the head train; embeddings and lower layers stay frozen (Howard & Ruder 2018, §3.2-3.3, and
+      Peters, Ruder & Smith 2019 compare such partial fine-tuning with the two above).
+
+    The encoder must expose its layers as ``head.encoder.encoder.layers`` (BERT: a shoulders
+    :class:`~shoulders.models.transformer_blocks.Encoder`) and may have a ``pooler``. ``"frozen"`` also keeps a
+    :class:`~shoulders.heads.Head`'s encoder in eval mode (no dropout) whenever the head trains, so the features
+    are truly fixed.
+
+    Returns:
+        ``(trainable, total)`` parameter counts of the head (encoder included).
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose one of {MODES}")
+    encoder = getattr(head, "encoder", None)
+    if not isinstance(encoder, nn.Module):
+        raise AttributeError(f"{type(head).__name__} has no .encoder module: set_trainable needs a task head")
+    unfreeze(head)
+    if isinstance(head, Head):
+        head.encoder_frozen = mode == "frozen"
+        head.train(head.training)
+    if mode == "full":
+        return trainable(head)
+    freeze(encoder)
+    if mode == "frozen":
+        return trainable(head)
+    stack = getattr(encoder, "encoder", None)
+    layers = getattr(stack, "layers", None)
+    if not isinstance(layers, nn.ModuleList):
+        unfreeze(head)
+        raise AttributeError(f"mode='top' needs the encoder's layer list at encoder.encoder.layers (an "
+                             f"nn.ModuleList); {type(encoder).__name__} has none")
+    n = len(layers)
+    if not 0 <= top_layers <= n:
+        unfreeze(head)
+        raise ValueError(f"top_layers must be in 0..{n} (the encoder has {n} layers), got {top_layers}")
+    top = list(layers)[n - top_layers:]  # not layers[-top_layers:], which is every layer when top_layers == 0
+    norm = getattr(stack, "norm", None)  # a pre-LN stack's final LayerNorm sits above the top layer
+    pooler = getattr(encoder, "pooler", None)
+    unfreeze(*top, *[m for m in (norm, pooler) if isinstance(m, nn.Module)])
+    return trainable(head)

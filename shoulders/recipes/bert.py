@@ -1,14 +1,14 @@
 """Pre-training BERT on WikiText-2: masked LM + next-sentence prediction (Devlin et al. 2019, §3.1, Appendix A.2).
 
-The recipe, scaled down: documents of sentences (:func:`shoulders.text.nsp_pairs.wikitext_documents`) tokenised
-with the corpus's own WordPiece vocabulary; each epoch draws fresh A/B pairs (50% IsNext / 50% NotNext,
-:func:`~shoulders.text.nsp_pairs.nsp_pairs`) and each batch a fresh 15% / 80-10-10 masking
-(:func:`~shoulders.text.masking.mask_tokens`); loss = MLM + NSP; AdamW (β = 0.9, 0.999, weight decay 0.01
-on matrices) with linear warm-up and linear decay, as in Appendix A.2.
+This is the recipe of the book's first giant (``shoulders.giants.load("bert")``, chapter 14): trained once per
+machine and scale, then loaded by every later page. The recipe, scaled down: documents of sentences
+(:func:`shoulders.data.corpora.wikitext_documents`) tokenised with the corpus's own WordPiece vocabulary; each
+epoch draws fresh A/B pairs (50% IsNext / 50% NotNext, :func:`~shoulders.text.nsp_pairs.nsp_pairs`) and each batch
+a fresh 15% / 80-10-10 masking (:func:`~shoulders.text.masking.mask_tokens`); loss = MLM + NSP; AdamW (β = 0.9,
+0.999, weight decay 0.01 on matrices) with linear warm-up and linear decay, as in Appendix A.2.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import random
 import time
@@ -18,20 +18,23 @@ from typing import Any, ClassVar
 
 import torch
 
+from .._lock import exclusive
 from ..config import Config, ConfigError
+from ..data import cache_root
+from ..data.corpora import wikitext_documents
+from ..models.bert import BertConfig, BertForPreTraining
 from ..text.bert_inputs import IGNORE, collate, pack
 from ..text.masking import mask_tokens
-from ..text.nsp_pairs import nsp_pairs, wikitext_documents
+from ..text.nsp_pairs import nsp_pairs
 from ..text.wordpiece import WordPiece
-from ..train.cache import load_or_train, models_root
 from ..train.history import History
 from ..train.loop import fit
 from ..train.optimizers import adamw
 from ..train.schedules import linear_warmup_decay
-from .bert import BertConfig, BertForPreTraining
+from .artefact import Artefact
 
-__all__ = ["BertPretrainingConfig", "PretrainingBatches", "WikiTextForBert", "evaluate_pretraining",
-           "fixed_eval_batches", "pretrain", "pretrained", "unigram_mlm_baseline", "wikitext_for_bert"]
+__all__ = ["BertPretrainingConfig", "PretrainingBatches", "WikiTextForBert", "build", "evaluate_pretraining",
+           "fixed_eval_batches", "pretrain", "train_giant", "unigram_mlm_baseline", "wikitext_for_bert"]
 
 
 @dataclasses.dataclass
@@ -56,6 +59,13 @@ class BertPretrainingConfig(Config):
     eval_pairs: int = 512             # held-out pairs (WikiText-2 validation) for MLM / NSP accuracy
     eval_every: int = 200
 
+    page_presets: ClassVar = {
+        # chapter 14a's checks: held-out MLM accuracy above the unigram guess by this margin (smoke: ~9% vs ~5%
+        # after one minute), NSP accuracy above this (None: at chance after a one-minute run)
+        "smoke": dict(mlm_margin=0.02, min_nsp=None),
+        "cpu": dict(mlm_margin=0.05, min_nsp=0.55),
+        "full": dict(mlm_margin=0.05, min_nsp=0.55),
+    }
     presets: ClassVar = {
         # measured: MLM accuracy leaves the unigram plateau slowly (BERT-tiny, 300 steps: ~9% against the
         # unigram guess's ~5%; 1,200 steps: ~13%), exactly as Hugging Face's BertForPreTraining does on the same
@@ -90,6 +100,13 @@ class BertPretrainingConfig(Config):
     def example_batch(self, batch_size: int = 2) -> dict[str, torch.Tensor]:
         return self.model_config(self.vocab_size).example_batch(batch_size)
 
+    def step_batch(self) -> dict[str, torch.Tensor]:
+        """A random batch with the exact shapes of one pre-training step of this preset: ``batch_size`` packed
+        pairs of ``max_len`` pieces (collated to the longest row, which is ``max_len`` in nearly every batch: 84%
+        of the pairs fill it), 15% of the real tokens to predict, ids below ``vocab_size``
+        (:meth:`shoulders.models.bert.BertConfig.step_batch`)."""
+        return self.model_config(self.vocab_size).step_batch(self.batch_size, self.max_len)
+
     def model_config(self, vocab_size: int, pad_id: int = 0) -> BertConfig:
         """The architecture: ``size``'s layers and widths, ``positions`` learned positions."""
         return BertConfig.named(self.size, vocab_size=vocab_size, max_len=self.positions, dropout=self.dropout,
@@ -106,7 +123,7 @@ class PretrainingBatches:
     """
 
     def __init__(self, documents: Sequence[Sequence[Sequence[int]]], tok: Any, cfg: BertPretrainingConfig,
-                 n_specials: int = 5):
+                 n_specials: int = len(WordPiece.SPECIALS)):
         self.documents, self.tok, self.cfg, self.n_specials = documents, tok, cfg, n_specials
 
     def pairs(self, rng: random.Random | None = None) -> list[dict[str, Any]]:
@@ -206,23 +223,28 @@ class WikiTextForBert:
     seconds: dict[str, float]  # "wordpiece" (training the vocabulary, 0 when cached), "tokenize"
 
 
-def wikitext_for_bert(cfg: BertPretrainingConfig, progress: bool = False) -> WikiTextForBert:
+def wikitext_for_bert(cfg: BertPretrainingConfig, tok: WordPiece | None = None,
+                      progress: bool = False) -> WikiTextForBert:
     """Documents of WikiText-2 train/valid tokenised with a WordPiece vocabulary learned on train.
 
-    The vocabulary (``cfg.vocab_size`` pieces, from the first ``cfg.max_documents`` articles) is cached as a
-    ``vocab.txt`` under :func:`shoulders.train.cache.models_root`, so later chapters and pages load the same one.
+    The vocabulary (``cfg.vocab_size`` pieces, from the first ``cfg.max_documents`` articles) is learned once and
+    kept as a ``vocab.txt`` under ``<data cache>/tokenizers/`` (two processes learning it at once: the second
+    waits and reads), unless ``tok`` is given.
     """
     train_docs = wikitext_documents("train", max_documents=cfg.max_documents)
     valid_docs = wikitext_documents("valid")
-    folder = models_root() / f"wordpiece-wikitext2-{cfg.vocab_size}-{cfg.max_documents or 'all'}"
     seconds = {"wordpiece": 0.0}
-    if (folder / "vocab.txt").exists():
-        tok = WordPiece.load(folder / "vocab.txt")
-    else:
-        t0 = time.perf_counter()
-        tok = WordPiece.train((s for d in train_docs for s in d), vocab_size=cfg.vocab_size, progress=progress)
-        seconds["wordpiece"] = time.perf_counter() - t0
-        tok.save(folder / "vocab.txt")
+    if tok is None:
+        folder = cache_root() / "tokenizers" / f"wordpiece-wikitext2-{cfg.vocab_size}-{cfg.max_documents or 'all'}"
+        with exclusive(folder.with_suffix(".lock"), wait_message=f"waiting for another process to learn {folder.name}"):
+            if (folder / "vocab.txt").exists():
+                tok = WordPiece.load(folder / "vocab.txt")
+            else:
+                t0 = time.perf_counter()
+                tok = WordPiece.train((s for d in train_docs for s in d), vocab_size=cfg.vocab_size,
+                                      progress=progress)
+                seconds["wordpiece"] = time.perf_counter() - t0
+                tok.save(folder / "vocab.txt")
     t0 = time.perf_counter()
     train = [[tok.encode(s) for s in d] for d in train_docs]
     valid = [[tok.encode(s) for s in d] for d in valid_docs]
@@ -230,45 +252,26 @@ def wikitext_for_bert(cfg: BertPretrainingConfig, progress: bool = False) -> Wik
     return WikiTextForBert(tok, [d for d in train if d], [d for d in valid if d], seconds)
 
 
-def pretrained(cfg: BertPretrainingConfig, data: WikiTextForBert | None = None,
-               eval_batches: Sequence[dict[str, torch.Tensor]] | None = None,
-               **fit_kwargs: Any) -> tuple[WikiTextForBert, BertForPreTraining, History]:
-    """The pre-trained model of this scale: trained once by :func:`pretrain`, then loaded from the model cache.
+def build(cfg: BertPretrainingConfig, tok: WordPiece) -> BertForPreTraining:
+    """The untrained model for ``tok``'s vocabulary: what a cached giant's weights are loaded into."""
+    return BertForPreTraining(cfg.model_config(len(tok), tok.pad_id))
 
-    Chapter 14's two pages (and later chapters) share it; a change of ``cfg`` trains anew. Evaluation every
-    ``cfg.eval_every`` steps on ``cfg.eval_pairs`` fixed WikiText-2 validation pairs (``val_mlm_acc``, ...):
-    ``eval_batches``, default :func:`fixed_eval_batches` of ``data``.
+
+def train_giant(cfg: BertPretrainingConfig, *, data: WikiTextForBert | None = None, device: Any = None,
+                progress: bool = True, **fit_kwargs: Any) -> Artefact:
+    """The whole recipe: WordPiece vocabulary, then :func:`pretrain` with evaluation every ``cfg.eval_every``
+    steps on ``cfg.eval_pairs`` fixed WikiText-2 validation pairs (``val_mlm_acc``, ...).
+
+    ``data``: the page's :func:`wikitext_for_bert` of the same ``cfg``, passed to save tokenising twice.
+    Returns the :class:`~shoulders.recipes.artefact.Artefact` that :mod:`shoulders.giants` caches; its metrics
+    are the final held-out MLM/NSP accuracies.
     """
-    data = data if data is not None else wikitext_for_bert(cfg)
-    model = BertForPreTraining(cfg.model_config(len(data.tok), data.tok.pad_id))
-    if eval_batches is None:
-        eval_batches = fixed_eval_batches(data.valid, data.tok, cfg)
-
-    def train(m: BertForPreTraining) -> History:
-        return pretrain(cfg, data.tok, data.train, eval_batches, model=m, **fit_kwargs)[1]
-
-    root = models_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with _exclusive(root / "ch14-bert-pretraining.lock"):  # a second page waits for the first's training, then loads
-        history = load_or_train("ch14-bert-pretraining", model, train, config=cfg)
-    return data, model, history
-
-
-@contextlib.contextmanager
-def _exclusive(path: Any) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (POSIX ``flock``; no lock where ``fcntl`` is missing, e.g. Windows).
-
-    Chapter 14's pages run in parallel under ``pytest -n 2``; the lock makes the second wait for the first's
-    pre-training instead of repeating it.
-    """
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    data = data if data is not None else wikitext_for_bert(cfg, progress=progress)
+    eval_batches = fixed_eval_batches(data.valid, data.tok, cfg)
+    model, history = pretrain(cfg, data.tok, data.train, eval_batches, device=device, progress=progress,
+                              **fit_kwargs)
+    metrics = evaluate_pretraining(model.eval(), eval_batches)
+    metrics["unigram_mlm_acc"] = unigram_mlm_baseline(data.train, eval_batches)["mlm_acc"]
+    return Artefact(model=model, history=history, tokenizer=data.tok, metrics=metrics,
+                    facts={"training pairs per pass": "fresh NSP pairs of the WikiText-2 train articles",
+                           "train articles": len(data.train), "wordpiece seconds": data.seconds["wordpiece"]})

@@ -1,174 +1,38 @@
-"""The fine-tuning tasks of BERT (Devlin et al. 2019, §4): readers for their data and BERT features for each.
+"""BERT's input features for its fine-tuning tasks (Devlin et al. 2019, §4), and the way back from predictions.
 
-Four task shapes, one dataset each (chapter 14):
+Four task shapes (chapter 14; the data comes from :mod:`shoulders.data.sentiment` and :mod:`shoulders.data.tasks`):
 
-* sentence (pair) classification -- SST-2 in its GLUE version (Socher et al. 2013; Wang et al. 2019) and SNLI
-  (Bowman et al. 2015): :func:`sst2`, :func:`snli`, :func:`classification_features`;
-* token tagging -- WNUT-17 emerging entities (Derczynski et al. 2017), BERT's first-subword labelling (§5.3):
-  :func:`wnut17`, :func:`tagging_features`, :func:`tagging_predictions`;
-* span extraction -- SQuAD v1.1 (Rajpurkar et al. 2016), windows as in BERT's ``run_squad.py`` (§4.2):
-  :func:`squad`, :func:`split_articles`, :func:`squad_examples`, :func:`span_features`, :func:`span_predictions`;
-* multiple choice -- Balanced COPA (Roemmele et al. 2011; Kavumba et al. 2019), standing in for SWAG (§4.4):
-  :func:`copa`, :func:`choice_features`.
+* sentence (pair) classification -- SST-2, SNLI: :func:`classification_features`;
+* token tagging -- WNUT-17, BERT's first-subword labelling (§5.3): :func:`tagging_features`,
+  :func:`tagging_predictions`;
+* span extraction -- SQuAD v1.1, windows as in BERT's ``run_squad.py`` (§4.2): :func:`split_articles`,
+  :func:`squad_examples`, :func:`span_features`, :func:`best_span`, :func:`span_predictions`;
+* multiple choice -- Balanced COPA, standing in for SWAG (§4.4): :func:`choice_features`.
 
-Readers return plain Python data; each takes an optional ``root`` folder, otherwise the files come from
-``shoulders.data.path(name)``. Every ``*_features`` function returns a list of dicts that
-:func:`shoulders.text.bert_inputs.collate` batches; ``max_len`` counts the special tokens. The tokeniser ``tok`` is
-a WordPiece-like object with ``encode``, ``encode_words``, ``cls_id``, ``sep_id`` (``pad_id`` for collate,
-``decode`` for :func:`span_predictions`), such as :class:`shoulders.text.wordpiece.WordPiece`.
+Every ``*_features`` function returns a list of dicts that :func:`shoulders.text.bert_inputs.collate` batches;
+``max_len`` counts the special tokens. The tokeniser ``tok`` is a WordPiece-like object with ``encode``,
+``encode_words``, ``cls_id``, ``sep_id`` (``pad_id`` for collate, ``decode`` for :func:`span_predictions`), such as
+:class:`shoulders.text.wordpiece.WordPiece`.
 """
 from __future__ import annotations
 
-import gzip
-import json
-import os
 import random
 import re
-import xml.etree.ElementTree as ET
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import torch
 
 from .bert_inputs import IGNORE, pack
-from .corpus import _folder
 
 __all__ = [
-    "SNLI_LABELS", "SQUAD_SPLITS", "SST2_LABELS", "WNUT17_SPLITS", "WNUT17_TAGS", "SquadExample",
-    "choice_features", "classification_features", "copa", "snli", "span_features", "span_predictions", "split_articles",
-    "squad", "squad_examples", "sst2", "tagging_features", "tagging_predictions", "wnut17",
+    "SquadExample", "best_span", "choice_features", "classification_features", "span_features", "span_predictions",
+    "split_articles", "squad_examples", "tagging_features", "tagging_predictions",
 ]
 
-SST2_LABELS = ("negative", "positive")
-SNLI_LABELS = ("entailment", "neutral", "contradiction")
-WNUT17_SPLITS = {"train": "wnut17train.conll", "dev": "emerging.dev.conll", "test": "emerging.test.annotated"}
-# WNUT-17's tags in the order of the Hugging Face ``wnut_17`` loader
-WNUT17_TAGS = ("O", "B-corporation", "I-corporation", "B-creative-work", "I-creative-work", "B-group", "I-group",
-               "B-location", "I-location", "B-person", "I-person", "B-product", "I-product")
-SQUAD_SPLITS = {"dev": "dev-v1.1.json"}
 
-Root = str | os.PathLike | None
-
-
-def _file(name: str, root: Root, filename: str) -> Path:
-    file = _folder(name, root) / filename
-    if not file.is_file():
-        raise FileNotFoundError(f"{name}: {file} is missing")
-    return file
-
-
-# ----------------------------------------------------------------------------------------------------- readers
-
-def sst2(split: str = "train", root: Root = None) -> tuple[list[str], list[int]]:
-    """SST-2 as packaged by GLUE (Socher et al. 2013; Wang et al. 2019): sentences and labels (0 negative, 1 positive).
-
-    ``train`` holds 67,349 phrases, ``dev`` 872 sentences (files ``train.tsv`` / ``dev.tsv``, header
-    ``sentence<TAB>label``; the sentences are lower-cased and tokenised, the trailing space is dropped).
-    """
-    if split not in ("train", "dev"):
-        raise ValueError(f"split must be 'train' or 'dev', got {split!r}")
-    lines = _file("sst2-glue", root, f"{split}.tsv").read_text(encoding="utf-8").split("\n")
-    if lines[0].split("\t") != ["sentence", "label"]:
-        raise ValueError(f"sst2-glue {split}.tsv: unexpected header {lines[0]!r}")
-    sentences, labels = [], []
-    for line in lines[1:]:
-        if not line:
-            continue
-        sentence, label = line.rsplit("\t", 1)
-        sentences.append(sentence.strip())
-        labels.append(int(label))
-    return sentences, labels
-
-
-def snli(split: str = "dev", root: Root = None) -> tuple[list[str], list[str], list[int]]:
-    """SNLI 1.0 (Bowman et al. 2015): premises, hypotheses and labels (indices into :data:`SNLI_LABELS`).
-
-    Pairs whose ``gold_label`` is ``"-"`` (no majority among the five annotators) are dropped, as usual: ``dev``
-    keeps 9,842 of 10,000 pairs, ``test`` 9,824. The registry entry ``snli`` keeps only dev and test; ``train``
-    is read when ``snli_1.0_train.jsonl`` (or ``.jsonl.gz``) is in the folder, and otherwise raises an error that
-    says where it comes from.
-    """
-    if split not in ("train", "dev", "test"):
-        raise ValueError(f"split must be 'train', 'dev' or 'test', got {split!r}")
-    folder = _folder("snli", root)
-    file = folder / f"snli_1.0_{split}.jsonl.gz"
-    if not file.is_file() and (folder / f"snli_1.0_{split}.jsonl").is_file():
-        file = folder / f"snli_1.0_{split}.jsonl"
-    if not file.is_file():
-        if split == "train":
-            raise FileNotFoundError(
-                f"snli: no training split in {folder}. The registry entry 'snli' (and its mirror) keeps only "
-                "snli_1.0_dev.jsonl.gz and snli_1.0_test.jsonl.gz; the 550,152 training pairs are the member "
-                "snli_1.0/snli_1.0_train.jsonl of https://nlp.stanford.edu/projects/snli/snli_1.0.zip -- put it "
-                f"(or its .gz) in a folder and pass root=that folder.")
-        raise FileNotFoundError(f"snli: {file} is missing")
-    opener = gzip.open if file.suffix == ".gz" else open
-    premises, hypotheses, labels = [], [], []
-    with opener(file, "rt", encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            if row["gold_label"] == "-":
-                continue
-            premises.append(row["sentence1"])
-            hypotheses.append(row["sentence2"])
-            labels.append(SNLI_LABELS.index(row["gold_label"]))
-    return premises, hypotheses, labels
-
-
-def wnut17(split: str = "train", root: Root = None) -> list[tuple[list[str], list[str]]]:
-    """WNUT-17 emerging and rare entities (Derczynski et al. 2017) as ``(words, BIO tags)`` sentences.
-
-    CoNLL format, ``word<TAB>tag`` per line, sentences separated by a blank line (in the training file sometimes a
-    lone tab). ``train`` / ``dev`` / ``test`` hold 3,394 / 1,009 / 1,287 sentences (62,730 / 15,733 / 23,394
-    words); the tags are those of :data:`WNUT17_TAGS` (six entity types).
-    """
-    if split not in WNUT17_SPLITS:
-        raise ValueError(f"split must be one of {sorted(WNUT17_SPLITS)}, got {split!r}")
-    text = _file("wnut17", root, WNUT17_SPLITS[split]).read_text(encoding="utf-8")
-    sentences: list[tuple[list[str], list[str]]] = []
-    words: list[str] = []
-    tags: list[str] = []
-    for line in text.split("\n"):
-        if not line.strip():
-            if words:
-                sentences.append((words, tags))
-                words, tags = [], []
-            continue
-        word, tag = line.split("\t")
-        if tag not in WNUT17_TAGS:
-            raise ValueError(f"wnut17 {split}: unknown tag {tag!r} in line {line!r}")
-        words.append(word)
-        tags.append(tag)
-    if words:
-        sentences.append((words, tags))
-    return sentences
-
-
-def squad(split: str = "dev", root: Root = None) -> list[dict[str, Any]]:
-    """SQuAD v1.1 (Rajpurkar et al. 2016) as articles: ``{"title", "paragraphs": [{"context", "qas": [...]}]}``.
-
-    Each question is ``{"id", "question", "answers": [texts], "answer_starts": [character offsets]}`` (the dev
-    set gives up to several reference answers per question). Only ``dev`` is in the registry: 48 articles, 2,067
-    paragraphs, 10,570 questions; the chapter trains on part of its articles (:func:`split_articles`).
-    """
-    if split not in SQUAD_SPLITS:
-        raise ValueError(f"split must be one of {sorted(SQUAD_SPLITS)} (the registry entry 'squad-v1.1' holds the "
-                         f"dev set only; train-v1.1.json is not part of it), got {split!r}")
-    data = json.loads(_file("squad-v1.1", root, SQUAD_SPLITS[split]).read_text(encoding="utf-8"))
-    return [{"title": article["title"],
-             "paragraphs": [{"context": p["context"],
-                             "qas": [{"id": qa["id"], "question": qa["question"],
-                                      "answers": [a["text"] for a in qa["answers"]],
-                                      "answer_starts": [a["answer_start"] for a in qa["answers"]]}
-                                     for qa in p["qas"]]}
-                            for p in article["paragraphs"]]}
-            for article in data["data"]]
-
-
+# ------------------------------------------------------------------------------------------------ SQuAD examples
 def split_articles(articles: Sequence[Any], eval_fraction: float,
                    seed: int = 0) -> tuple[list[Any], list[Any]]:
     """Split ``articles`` into ``(train, eval)`` by article, so no paragraph is seen on both sides.
@@ -197,34 +61,12 @@ class SquadExample(NamedTuple):
 
 
 def squad_examples(articles: Sequence[Mapping[str, Any]]) -> list[SquadExample]:
-    """Flatten :func:`squad` articles into one :class:`SquadExample` per question, in file order."""
+    """Flatten :func:`shoulders.data.squad` articles into one :class:`SquadExample` per question, in file order."""
     return [SquadExample(qa["question"], p["context"], list(qa["answers"]), list(qa["answer_starts"]), qa["id"])
             for article in articles for p in article["paragraphs"] for qa in p["qas"]]
 
 
-def copa(root: Root = None) -> list[dict[str, Any]]:
-    """Balanced COPA (Kavumba et al. 2019) over the COPA dev set (Roemmele et al. 2011): 1,000 two-choice items.
-
-    Each item: ``{"id", "premise", "choice1", "choice2", "question" ("cause"/"effect"), "label" (0 or 1),
-    "mirrored"}``. The XML has no mirrored attribute: ids 1-500 are the original COPA dev items and ids 1001-1500
-    their B-COPA mirrors (same alternatives, a new premise for which the other alternative is right), so
-    ``mirrored`` is ``id > 1000``.
-    """
-    tree = ET.parse(_file("copa-balanced", root, "balanced-copa-dev-all.xml"))
-    items = []
-    for item in tree.getroot().iter("item"):
-        i = int(item.get("id"))
-        question = item.get("asks-for")
-        if question not in ("cause", "effect"):
-            raise ValueError(f"copa item {i}: asks-for={question!r}")
-        items.append({"id": i, "premise": item.findtext("p").strip(), "choice1": item.findtext("a1").strip(),
-                      "choice2": item.findtext("a2").strip(), "question": question,
-                      "label": int(item.get("most-plausible-alternative")) - 1, "mirrored": i > 1000})
-    return items
-
-
 # ---------------------------------------------------------------------------------------------------- features
-
 def classification_features(tok: Any, texts_a: Sequence[str], texts_b: Sequence[str] | None,
                             labels: Sequence[int] | None, max_len: int) -> list[dict[str, Any]]:
     """``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]`` per example (§4.1): ``input_ids``, ``token_type_ids``,
@@ -462,19 +304,49 @@ def _final_text(tok: Any, words: list[str], pred_ids: list[int]) -> str:
     return orig_text[orig_map[tok_to_ns[position]]:orig_map[tok_to_ns[end]] + 1]
 
 
+@torch.no_grad()
+def best_span(start_logits: torch.Tensor, end_logits: torch.Tensor, allowed: torch.Tensor | None = None,
+              max_answer_len: int = 30) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The span (i, j) maximising s_i + e_j with i <= j < i + ``max_answer_len``, both in ``allowed``
+    (Devlin et al. 2019, §4.2; the length cap is ``max_answer_length`` of Google's ``run_squad.py``).
+
+    Args:
+        start_logits, end_logits: (B, T).
+        allowed: (B, T) bool, True where a token may be part of the answer -- the caller marks the context's
+            tokens (not the question, ``[CLS]``, ``[SEP]`` or padding). ``None`` allows every position.
+        max_answer_len: the longest span, in tokens.
+
+    Returns:
+        ``start`` (B,), ``end`` (B,) long, and ``score`` (B,) = s_start + e_end in float32 (``-inf`` for a row
+        with no allowed position, whose span is then (0, 0)). Ties go to the smallest (start, end).
+    """
+    if max_answer_len < 1:
+        raise ValueError(f"max_answer_len must be >= 1, got {max_answer_len}")
+    B, T = start_logits.shape
+    L = min(max_answer_len, T)
+    s, e = start_logits.float(), end_logits.float()
+    if allowed is not None:
+        a = allowed.bool()
+        s, e = s.masked_fill(~a, float("-inf")), e.masked_fill(~a, float("-inf"))
+    # for every start i, the best end among i .. i + L - 1: a sliding-window max over e, O(B T L) not O(B T^2)
+    padded = torch.cat([e, e.new_full((B, L - 1), float("-inf"))], dim=1)  # (B, T + L - 1)
+    best_e, offset = padded.unfold(1, L, 1).max(-1)  # (B, T, L) -> (B, T): max and first argmax (smallest j)
+    score, start = (s + best_e).max(-1)  # (B,): the first best start (smallest i) wins ties
+    end = start + offset.gather(1, start[:, None])[:, 0]
+    return start, end, score
+
+
 def span_predictions(features: Sequence[Mapping[str, Any]], start_logits: Any, end_logits: Any,
                      examples: Sequence[SquadExample], max_answer_len: int = 30, tok: Any = None) -> dict[str, str]:
     """Answer text per question id: the best span over all windows of its example (BERT §4.2).
 
     A span scores ``start_logits[s] + end_logits[e]``; it must lie in the context, start where its window has the
-    most context for that piece, and span at most ``max_answer_len`` pieces (:func:`shoulders.heads.best_span`).
+    most context for that piece, and span at most ``max_answer_len`` pieces (:func:`best_span`).
     The answer is the original context words from the start piece's word to the end piece's word, joined by
     single spaces. Given the tokeniser ``tok``, it is then cut down to the predicted pieces as run_squad's
     ``get_final_text`` does, so "18" can come out of the word "20–18". ``start_logits``, ``end_logits``:
     ``(N, T)`` (a padded batch is fine) or one 1-D sequence per feature, in the order of ``features``.
     """
-    from ..heads import best_span  # here: importing shoulders.text does not pull in heads and train
-
     lengths = [len(f["input_ids"]) for f in features]
     S, E = _padded(start_logits, lengths, 0.0), _padded(end_logits, lengths, 0.0)  # (N, T)
     in_context = _padded([f["word_ids"] for f in features], lengths, -1, torch.long) >= 0  # (N, T)

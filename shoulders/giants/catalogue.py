@@ -1,0 +1,98 @@
+"""The book's giants: named pre-trained models, each a recipe + its config presets + the data it reads.
+
+A chapter that pre-trains a model registers it here once; every later page asks for it by name
+(``shoulders.giants.load("bert")``) and gets the same weights, trained once per machine and scale.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from torch import nn
+
+from ..config import Config
+from ..data.entry import Dataset
+from ..recipes import bert
+from ..recipes.artefact import Artefact
+from ..text.wordpiece import WordPiece
+
+__all__ = ["CATALOGUE", "Giant", "get", "names", "register"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Giant:
+    """A pre-trained model the book shares between chapters.
+
+    Attributes:
+        name: how chapters ask for it (``"bert"``).
+        title: one line for the model card.
+        chapter: where the book trains and explains it.
+        config: the recipe's config class; its preset of the current scale is the default.
+        train: ``train(cfg, *, device, progress, **hints) -> Artefact`` -- the recipe.
+        build: ``build(cfg, tokenizer) -> nn.Module`` -- the untrained model that cached weights are loaded into.
+        tokenizer: a class with ``save(path)`` / ``load(path)`` (e.g. :class:`~shoulders.text.wordpiece.WordPiece`),
+            stored as ``tokenizer_file``; ``None`` for a model without one.
+        data: the registry names of the datasets it is trained on (credited on its card).
+        minutes: roughly how long training takes at each scale (2 CPU cores for smoke/cpu, one GPU for full),
+            said before training starts.
+        published: per scale, a registry entry of a published export of this giant (opt-in download).
+    """
+
+    name: str
+    title: str
+    chapter: str
+    config: type[Config]
+    train: Callable[..., Artefact]
+    build: Callable[[Any, Any], nn.Module]
+    tokenizer: type | None = None
+    tokenizer_file: str = "vocab.txt"
+    data: tuple[str, ...] = ()
+    minutes: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    published: Mapping[str, Dataset] = dataclasses.field(default_factory=dict)
+
+
+BERT = Giant(
+    name="bert",
+    title="BERT pre-trained on WikiText-2 with masked LM + next-sentence prediction (Devlin et al. 2019)",
+    chapter="14 BERT: pre-training",
+    config=bert.BertPretrainingConfig,
+    train=bert.train_giant,
+    build=bert.build,
+    tokenizer=WordPiece,
+    tokenizer_file="vocab.txt",
+    data=("wikitext-2",),
+    # measured on a 2-core CPU: smoke ~0.5 min (300 steps), cpu ~4-8 min (1,500 steps of 64 x 64 pieces)
+    minutes={"smoke": 1, "cpu": 8, "full": 45},
+)
+
+_CATALOGUE: dict[str, Giant] = {g.name: g for g in (BERT,)}
+CATALOGUE: Mapping[str, Giant] = MappingProxyType(_CATALOGUE)
+"""Every giant of the book by name (read-only; :func:`register` adds one)."""
+
+
+def names() -> tuple[str, ...]:
+    """The names of the book's giants."""
+    return tuple(_CATALOGUE)
+
+
+def get(name: str | Giant) -> Giant:
+    """The giant called ``name`` (a :class:`Giant` is returned as is); an unknown name lists the known ones."""
+    if isinstance(name, Giant):
+        return name
+    try:
+        return _CATALOGUE[name]
+    except KeyError:
+        close = difflib.get_close_matches(str(name), list(_CATALOGUE), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise KeyError(f"no giant called {name!r}; the book's giants are {sorted(_CATALOGUE)}.{hint}") from None
+
+
+def register(giant: Giant, replace: bool = False) -> Giant:
+    """Add ``giant`` to the catalogue (a later chapter's, or a reader's own); an existing name needs ``replace``."""
+    if giant.name in _CATALOGUE and not replace:
+        raise ValueError(f"a giant called {giant.name!r} exists already; pass replace=True to replace it")
+    _CATALOGUE[giant.name] = giant
+    return giant

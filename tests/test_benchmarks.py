@@ -1,0 +1,96 @@
+"""The scripts in benchmarks/ cannot rot: each one imports, and each one runs in its smallest mode (seconds).
+
+``benchmarks/full_plan.py`` has ``--tiny``; the others are run with their smallest arguments. ``benchmarks/ngram.py``
+has no small mode for its own model (it always counts all of WikiText-2, ~4 s); only its NLTK slice is shrunk.
+The runs that read WikiText-2 are skipped without the offline data mirror.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shoulders.data import mirror_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted((ROOT / "benchmarks").glob("*.py"))
+
+
+def load(path: Path):
+    name = f"benchmark_{path.stem}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
+    try:
+        spec.loader.exec_module(module)  # no __main__: defines, runs nothing
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def run(*args: str, timeout: int = 180) -> str:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, (f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n"
+                                  f"{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=[p.name for p in SCRIPTS])
+def test_script_imports(path):
+    assert callable(load(path).main)
+
+
+def test_full_plan_tiny():
+    plan = load(ROOT / "benchmarks" / "full_plan.py")
+    expected = plan.runs(tiny=True)
+    assert {r.chapter for r in expected} == {2, 3, 4, 5, 6, 12, 14}
+    out = run("benchmarks/full_plan.py", "--tiny", "--markdown", "--threads", "1")
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    for r in expected:
+        name = (r.name + (f" (x{r.runs} runs)" if r.runs > 1 else "")).replace("|", "\\|")  # escaped in Markdown
+        assert any(line.startswith(f"| {r.chapter} | {name} |") for line in rows), f"no row for ch {r.chapter} {name}"
+    for chapter in {r.chapter for r in expected}:  # the chapter totals: | ch | T4 | A100 | H100 | budget |
+        assert any(line.startswith(f"| {chapter} | ") and line.count("|") == len(plan.GPUS) + 3
+                   for line in rows), f"no total for chapter {chapter}"
+
+
+def test_attention_smallest():
+    out = run("benchmarks/attention.py", "--part", "all", "--batch", "2", "--seq", "8", "--d-model", "32",
+              "--heads", "2", "--d-ff", "64", "--repeats", "1", "--lengths", "64", "--long-d-model", "32",
+              "--long-heads", "2", "--block", "32", "--long-repeats", "1")
+    assert "ratio" in out.lower() or "ms" in out
+
+
+def test_bert_smallest():
+    pytest.importorskip("transformers")
+    out = run("benchmarks/bert.py", "--size", "tiny", "--batch", "2", "--seq", "16", "--vocab", "100",
+              "--repeats", "1", "--warmup", "0")
+    assert "ratio ours/transformers" in out
+
+
+NO_WIKITEXT = pytest.mark.skipif(mirror_folder("wikitext-2") is None, reason="no WikiText-2 in the offline mirror: "
+                                 "set SHOULDERS_DATA_MIRROR to the book's shared/data folder")
+
+
+@NO_WIKITEXT
+def test_ngram_smallest():
+    nltk = importlib.util.find_spec("nltk") is not None
+    out = run("benchmarks/ngram.py", *(["--nltk-tokens", "2000", "--nltk-ngrams", "20"] if nltk else ["--no-nltk"]))
+    assert "perplexity: valid" in out
+
+
+@NO_WIKITEXT
+def test_word2vec_smallest():
+    gensim = importlib.util.find_spec("gensim") is not None
+    out = run("benchmarks/word2vec.py", "--epochs", "1", "--tokens", "20000", "--repeats", "1", "--workers", "1",
+              *([] if gensim else ["--no-gensim"]))
+    assert "shoulders seed" in out

@@ -1,0 +1,149 @@
+"""Giants: trained once and cached; a second call loads; export -> import is bit-exact; a damaged file is caught;
+two processes racing for the same giant train it once; a published export downloads through the data registry."""
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import torch
+
+import shoulders as sh
+from shoulders.giants import GiantError
+
+sys.path.insert(0, str(Path(__file__).parent))
+import tiny_giant  # noqa: E402  (registers the "tiny-test" giant)
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(autouse=True)
+def giants_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHOULDERS_GIANTS", str(tmp_path / "giants"))
+    monkeypatch.setenv("TINY_GIANT_LOG", str(tmp_path / "trainings.log"))
+    return tmp_path / "giants"
+
+
+def trainings(tmp_path: Path) -> int:
+    log = tmp_path / "trainings.log"
+    return len(log.read_text().split()) if log.exists() else 0
+
+
+def weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_first_load_trains_and_caches_the_second_loads(tmp_path, giants_root):
+    cfg = tiny_giant.TinyConfig.preset("smoke")
+    assert sh.giants.cached("tiny-test", cfg) is None
+    first = sh.giants.load("tiny-test", cfg, progress=False)
+    assert first.trained and trainings(tmp_path) == 1
+    assert first.folder.parent == giants_root and sh.giants.cached("tiny-test", cfg) == first.folder
+    second = sh.giants.load("tiny-test", cfg, progress=False)
+    assert not second.trained and trainings(tmp_path) == 1
+    for k, v in weights(first.model).items():
+        assert torch.equal(v, second.model.state_dict()[k])
+    assert second.tokenizer.tokens == first.tokenizer.tokens
+    assert second.history.last("loss") == first.history.last("loss") == second.metrics["final_loss"]
+    card = second.card
+    assert card["name"] == "tiny-test" and card["scale"] == "smoke" and card["steps"] == 5
+    assert set(card["files"]) == {"model.safetensors", "config.json", "history.json", "vocab.txt", "README.md"}
+    assert card["data"][0]["name"] == "wikitext-2" and card["machine"]
+    assert "# A tiny test giant" in (first.folder / "README.md").read_text()
+    # another config is another giant
+    other = sh.giants.load("tiny-test", cfg.replace(steps=6), progress=False)
+    assert other.trained and other.folder != first.folder and trainings(tmp_path) == 2
+
+
+def test_export_import_round_trip_is_bit_exact(tmp_path, monkeypatch):
+    cfg = tiny_giant.TinyConfig.preset("smoke")
+    original = sh.giants.load("tiny-test", cfg, progress=False)
+    out = sh.giants.export("tiny-test", tmp_path / "export", cfg)
+    assert sorted(p.name for p in out.iterdir()) == sorted([*original.card["files"], "card.json"])
+    with pytest.raises(FileExistsError):
+        sh.giants.export("tiny-test", out, cfg)
+    monkeypatch.setenv("SHOULDERS_GIANTS", str(tmp_path / "elsewhere"))  # a colleague's machine
+    assert sh.giants.cached("tiny-test", cfg) is None
+    folder = sh.giants.import_folder(out)
+    assert folder.parent == tmp_path / "elsewhere"
+    again = sh.giants.load("tiny-test", cfg, progress=False)
+    assert not again.trained and trainings(tmp_path) == 1
+    assert sha(again.folder / "model.safetensors") == sha(original.folder / "model.safetensors")
+    for k, v in original.model.state_dict().items():
+        assert torch.equal(v, again.model.state_dict()[k])
+    assert sh.giants.import_folder(out) == folder  # importing the same giant twice is harmless
+
+
+def test_a_damaged_export_is_refused_and_nothing_is_imported(tmp_path, monkeypatch):
+    cfg = tiny_giant.TinyConfig.preset("smoke")
+    sh.giants.load("tiny-test", cfg, progress=False)
+    out = sh.giants.export("tiny-test", tmp_path / "export", cfg)
+    blob = bytearray((out / "model.safetensors").read_bytes())
+    blob[-3] ^= 0xFF  # same size, one flipped byte in the weights
+    (out / "model.safetensors").write_bytes(bytes(blob))
+    monkeypatch.setenv("SHOULDERS_GIANTS", str(tmp_path / "elsewhere"))
+    with pytest.raises(GiantError, match="model.safetensors"):
+        sh.giants.import_folder(out)
+    assert sh.giants.cached("tiny-test", cfg) is None
+    (out / "stray.txt").write_text("not on the card")
+    with pytest.raises(GiantError, match="stray.txt"):
+        sh.giants.verify(out)
+
+
+def test_two_processes_train_a_giant_once(tmp_path):
+    outs = [tmp_path / f"out{i}.txt" for i in range(2)]
+    procs = [subprocess.Popen([sys.executable, str(HERE / "tiny_giant.py"), str(o)]) for o in outs]
+    assert [p.wait(timeout=240) for p in procs] == [0, 0]
+    results = [o.read_text().split() for o in outs]
+    assert trainings(tmp_path) == 1, "both processes trained the giant"
+    assert results[0][0] == results[1][0], "the two processes got different weights"
+    assert sorted(r[1] for r in results) == ["False", "True"]  # one trained, the other waited and loaded
+
+
+def test_unknown_giant_and_wrong_config_say_what_exists():
+    with pytest.raises(KeyError, match="tiny-test"):
+        sh.giants.load("tiny-tset")
+    with pytest.raises(TypeError, match="TinyConfig"):
+        sh.giants.load("tiny-test", sh.recipes.bert.BertPretrainingConfig.preset("smoke"))
+
+
+def test_a_published_export_downloads_through_the_data_registry(tmp_path, monkeypatch):
+    cfg = tiny_giant.TinyConfig.preset("smoke")
+    original = sh.giants.load("tiny-test", cfg, progress=False)
+    out = sh.giants.export("tiny-test", tmp_path / "published", cfg)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=str(out)))
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        entry = sh.giants.published_entry(out, f"http://127.0.0.1:{httpd.server_address[1]}")
+        giant = sh.giants.register(tiny_giant.TINY.__class__(**{**tiny_giant.TINY.__dict__,
+                                                                "published": {"smoke": entry}}), replace=True)
+        monkeypatch.setenv("SHOULDERS_GIANTS", str(tmp_path / "fresh"))
+        monkeypatch.setenv("SHOULDERS_DATA", str(tmp_path / "data-cache"))
+        monkeypatch.delenv("SHOULDERS_DATA_MIRROR", raising=False)
+        got = sh.giants.load(giant, cfg, download=True, progress=False)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        sh.giants.register(tiny_giant.TINY, replace=True)
+    assert not got.trained and trainings(tmp_path) == 1
+    assert sha(got.folder / "model.safetensors") == sha(original.folder / "model.safetensors")
+    assert json.loads((got.folder / "card.json").read_text())["files"] == original.card["files"]
+
+
+def test_the_command_line_lists_exports_and_imports(tmp_path):
+    run = partial(subprocess.run, capture_output=True, text=True, timeout=120, cwd=HERE)
+    listed = run([sys.executable, "-m", "shoulders.giants", "list"])
+    assert listed.returncode == 0 and "bert" in listed.stdout, listed.stderr
+    bad = run([sys.executable, "-m", "shoulders.giants", "import", str(tmp_path)])
+    assert bad.returncode != 0 and "card.json" in bad.stderr
