@@ -40,8 +40,9 @@ model (stated, not measured -- no GPU has run these presets yet):
 * word vectors (chapters 4-6): time from bytes at 50% of the HBM bandwidth (random rows, atomic adds).
 
 GPUs: T4 (Colab's free GPU; 16 GB), A100 40 GB, H100 SXM 80 GB. The T4 column uses 8.1 TFLOP/s, its fp32 peak,
-not its 65 TFLOP/s fp16 tensor-core peak: ``fit`` autocasts to bf16 on CUDA whenever
-``torch.cuda.is_bf16_supported()``, which is True on a T4 by emulation, and Turing has no bf16 tensor cores.
+not its 65 TFLOP/s fp16 tensor-core peak: ``fit`` autocasts to bf16 only where the GPU has it in hardware
+(``shoulders.device.autocast_dtype``; Turing has no bf16 tensor cores, and emulated bf16 is slower than fp32), so
+on a T4 it trains in fp32.
 
 Corpus sizes used for steps and tokens: WikiText-2 train 2,088,628 tokens; text8 17,005,207 words (98.3% in the
 min_count-5 vocabulary, kept by subsampling as estimated below); Multi30k 29,000 pairs; SST-2 67,349 phrases; the
@@ -86,7 +87,7 @@ from shoulders.train.loop import call_model, split_output  # noqa: E402
 
 # -- what the projections assume ----------------------------------------------------------------------------------
 GPUS = {  # name: (dense peak FLOP/s the loop can use, HBM bytes/s, memory bytes)
-    "T4": (8.1e12, 320e9, 16e9),  # fp32 peak: the loop's bf16 autocast has no tensor cores on Turing (see above)
+    "T4": (8.1e12, 320e9, 16e9),  # fp32 peak: no bf16 tensor cores on Turing, so fit trains in fp32 there (see above)
     "A100": (312e12, 1_555e9, 40e9),  # bf16 dense, 40 GB (Colab's A100)
     "H100": (989e12, 3_350e9, 80e9),  # bf16 dense, SXM
 }
@@ -548,7 +549,7 @@ def report(rows: list[tuple[Run, Measured]], markdown: bool, tiny: bool) -> str:
         "ops not counted). bytes/step: every op's inputs and outputs, gathers and scatters by the rows they touch, "
         "fp32 on the CPU (for the FLOP rows an upper bound: no bf16, and the CPU's unfused attention). Memory: "
         "parameters + gradients + optimiser state + saved activations, fp32. T4 at its fp32 peak (8.1 TFLOP/s): "
-        "the loop's bf16 autocast gets no tensor cores on Turing. Word-vector steps use uniformly random ids (real "
+        "no bf16 tensor cores on Turing, so fit trains in fp32 there. Word-vector steps use uniformly random ids (real "
         "batches repeat frequent words: fewer distinct rows, shorter Huffman codes). Training only (evaluation, "
         "data preparation and WordPiece learning not included).")
     if tiny:

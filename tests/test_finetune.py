@@ -10,7 +10,7 @@ import torch
 from shoulders import heads
 from shoulders.models.bert import BertConfig, BertModel
 from shoulders.recipes.finetune import (BertFinetuningConfig, FeatureBatches, compare, describe, finetune, predict,
-                                        prior_loss, set_trainable, shoulders_table)
+                                        prior_loss, record_row, rows_from_ledger, set_trainable, shoulders_table)
 
 
 def _features(n: int = 40, seed: int = 0) -> list[dict]:
@@ -107,3 +107,20 @@ def test_config_checks_and_steps():
     assert cfg.steps_for(10_000_000) == cfg.max_steps
     with pytest.raises(ValueError, match="warmup_frac"):
         cfg.replace(warmup_frac=1.5)
+
+
+def test_a_row_round_trips_through_the_ledger(tmp_path, monkeypatch):
+    """One page records its rows, another rebuilds the same table from the ledger (the newest entry wins)."""
+    monkeypatch.setenv("SHOULDERS_LEDGER", str(tmp_path / "ledger.jsonl"))
+    row = {"metric": "F1", "baseline": 5.3, "prior": 2.1, "train examples": 400, "seeds": [0, 1],
+           "pre-trained": {"score": 7.5, "scores": [7.0, 8.0], "train_loss": 1.5, "seconds": 3.0, "steps": 60},
+           "from scratch": {"score": 6.5, "scores": [6.0, 7.0], "train_loss": 1.7, "seconds": 2.0, "steps": 60}}
+    stale = {**row, "pre-trained": {**row["pre-trained"], "score": 1.0}}
+    record_row("squad-1.1", stale, model="BERT-tiny", split="dev", chapter="14c")
+    entries = record_row("squad-1.1", row, model="BERT-tiny", split="dev", chapter="14c")
+    assert [e["model"] for e in entries] == ["BERT-tiny, pre-trained", "BERT-tiny, from scratch"]
+    assert entries[0]["values"] == [7.0, 8.0] and entries[0]["seeds"] == [0, 1] and entries[0]["wall_time_s"] == 6.0
+    back = rows_from_ledger("14c")
+    assert back == {"squad-1.1": row}
+    assert shoulders_table(back) == shoulders_table({"squad-1.1": row})
+    assert rows_from_ledger("14c", scale="full") == {} and rows_from_ledger("other") == {}

@@ -16,8 +16,10 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from .._scale import scale as current_scale
 from .._seed import seed as set_seed
 from ..config import Config, ConfigError
+from ..evaluate import ledger
 from ..heads import Head
 from ..text.bert_inputs import collate
 from ..train.history import History
@@ -27,7 +29,7 @@ from ..train.param_groups import freeze, trainable, unfreeze
 from ..train.schedules import linear_warmup_decay
 
 __all__ = ["MODES", "BertFinetuningConfig", "FeatureBatches", "compare", "describe", "finetune", "predict",
-           "prior_loss", "set_trainable", "shoulders_table"]
+           "prior_loss", "record_row", "rows_from_ledger", "set_trainable", "shoulders_table"]
 
 
 @dataclasses.dataclass
@@ -205,7 +207,7 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
     with the same schedule and seeds, and score each: one row of chapter 14's table.
 
     The row holds ``metric``, ``baseline`` (the score of a label-blind answer), ``prior`` (the label-blind
-    cross-entropy, :func:`prior_loss`), ``train examples`` and, per encoder, its ``score`` (the mean over
+    cross-entropy, :func:`prior_loss`), ``train examples``, ``seeds`` and, per encoder, its ``score`` (the mean over
     ``seeds``), ``scores`` (one per seed, in order), ``train_loss`` (the last 20 updates, averaged over seeds),
     ``seconds`` (per run) and ``steps``. Each seed fixes the head's and (from scratch) the encoder's
     initialisation, the dropout masks and the batch order, the same for every encoder.
@@ -213,7 +215,7 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
     if not seeds:
         raise ValueError("compare needs at least one seed")
     row: dict[str, Any] = {"metric": metric, "baseline": float(baseline), "prior": float(prior),
-                           "train examples": len(features)}
+                           "train examples": len(features), "seeds": [int(s) for s in seeds]}
     for name, build in encoders.items():
         scores, train_losses, seconds = [], [], []
         for s in seeds:
@@ -228,6 +230,42 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
                      "train_loss": sum(train_losses) / len(train_losses), "seconds": sum(seconds) / len(seconds),
                      "steps": len(losses)}
     return row
+
+
+ROW_FACTS = ("baseline", "prior", "train examples")
+RUN_FACTS = ("train_loss", "seconds", "steps")
+
+
+def record_row(task: str, row: Mapping[str, Any], *, model: str, split: str, chapter: str) -> list[dict[str, Any]]:
+    """Put a row of :func:`compare` into the results ledger: one entry per encoder (``model``, e.g.
+    ``"BERT-tiny"``, and the encoder's name: ``"BERT-tiny, pre-trained"``), the mean over seeds as the value and
+    each seed's score beside it, the row's baseline, label-blind loss and sizes as extra fields -- everything
+    :func:`rows_from_ledger` needs to rebuild the row on another page. Returns the entries written."""
+    written = []
+    for encoder, r in row.items():
+        if not (isinstance(r, Mapping) and "score" in r):
+            continue
+        extra = {k.replace(" ", "_"): row[k] for k in ROW_FACTS}
+        extra.update({k: r[k] for k in RUN_FACTS}, encoder=encoder)
+        written.append(ledger.record(row["metric"], r["score"], model=f"{model}, {encoder}", task=task, split=split,
+                                     chapter=chapter, seeds=row.get("seeds", [0]), values=r["scores"],
+                                     wall_time_s=r["seconds"] * len(r["scores"]), **extra))
+    return written
+
+
+def rows_from_ledger(chapter: str, scale: str | None = None) -> dict[str, dict[str, Any]]:
+    """The rows another page recorded with :func:`record_row` (the newest entry of each task and encoder at
+    ``scale``, default the current one), rebuilt as :func:`compare` made them: ``{task: row}``, in the order
+    they were recorded."""
+    rows: dict[str, dict[str, Any]] = {}
+    for e in ledger.read(chapter=chapter, scale=scale or current_scale()):  # oldest first: newer ones overwrite
+        x = e["extra"]
+        if "encoder" not in x:
+            continue
+        row = rows.setdefault(e["task"], {})
+        row.update({"metric": e["metric"], "seeds": e["seeds"], **{k: x[k.replace(" ", "_")] for k in ROW_FACTS}})
+        row[x["encoder"]] = {"score": e["value"], "scores": e["values"], **{k: x[k] for k in RUN_FACTS}}
+    return rows
 
 
 def _score_text(result: Mapping[str, Any]) -> str:
