@@ -274,3 +274,58 @@ def test_sparse_gradients_are_measured_clipped_and_applied_like_dense_ones():
     torch.testing.assert_close(torch.as_tensor(runs[True][0]), torch.as_tensor(runs[False][0]))
     assert runs[False][0][0] > 0.05  # the clip was active
     torch.testing.assert_close(runs[True][1], runs[False][1])
+
+
+class Shuffled:
+    """Five batches in a random order per pass, the order drawn by iter() (torch's global RNG, inside fit's lane)."""
+
+    def __init__(self, at_iter: bool):
+        g = torch.Generator().manual_seed(3)
+        self.xs = [torch.randn(4, 4, generator=g) for _ in range(5)]
+        self.draws_at_iter = at_iter
+        self.seen: list[int] = []
+
+    def __iter__(self):
+        order = torch.randperm(len(self.xs)).tolist()
+        return self._pass(order)
+
+    def _pass(self, order):
+        for i in order:
+            self.seen.append(i)
+            yield self.xs[i], self.xs[i].sum(1, keepdim=True)
+
+
+class Dropped(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 1))
+
+    def forward(self, x, y):
+        return (self.net(x) - y).pow(2).mean()
+
+
+def test_draws_at_iter_skips_the_per_batch_lane_and_changes_nothing(tmp_path, monkeypatch):
+    """Batches that draw only in iter() give the same passes, weights and resume with or without the flag, and the
+    data lane is entered once a pass instead of once a batch."""
+    from shoulders.train import rng
+
+    entered, active = [], rng.DataRNG.active
+    monkeypatch.setattr(rng.DataRNG, "active", lambda self: (entered.append(1), active(self))[1])
+    runs = {}
+    for at_iter in (False, True):
+        data, model = Shuffled(at_iter), Dropped()
+        torch.manual_seed(1)  # dropout's training RNG
+        entered.clear()
+        fit(model, data, torch.optim.SGD(model.parameters(), lr=0.05), steps=12, seed=7, **quiet())
+        runs[at_iter] = (data.seen, [p.detach().clone() for p in model.parameters()], len(entered))
+    assert runs[True][0] == runs[False][0] and sorted(runs[True][0][:5]) == [0, 1, 2, 3, 4]
+    assert all(torch.equal(a, b) for a, b in zip(runs[True][1], runs[False][1]))
+    assert runs[True][2] == 3 and runs[False][2] > 12  # three passes begun, against every batch
+    data, model = Shuffled(True), Dropped()  # interrupted after 7 of 12 updates, then resumed
+    torch.manual_seed(1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    fit(model, data, opt, steps=7, seed=7, checkpoint=tmp_path, **quiet())
+    data2, model2 = Shuffled(True), Dropped()
+    fit(model2, data2, torch.optim.SGD(model2.parameters(), lr=0.05), steps=12, seed=7, checkpoint=tmp_path, **quiet())
+    assert all(torch.equal(a, b) for a, b in zip(model2.parameters(), runs[True][1]))

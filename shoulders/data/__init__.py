@@ -10,7 +10,8 @@
   :func:`tiny_shakespeare`, :func:`text8` (:mod:`~shoulders.data.corpora`); :func:`multi30k`,
   :func:`tatoeba_fra_eng` (:mod:`~shoulders.data.parallel`); :func:`sst2`, :func:`sst_trees`, :func:`imdb`
   (:mod:`~shoulders.data.sentiment`); :func:`snli`, :func:`wnut17`, :func:`squad`, :func:`copa`
-  (:mod:`~shoulders.data.tasks`).
+  (:mod:`~shoulders.data.tasks`); the analogy and word-similarity sets that ship inside gensim
+  (:mod:`~shoulders.data.word_tests`).
 
 One job per module: :mod:`~shoulders.data.entry` (the shape of an entry), :mod:`~shoulders.data.errors` (what
 goes wrong, and what to do), :mod:`~shoulders.data.local` (cache root, stamps, checking a file),

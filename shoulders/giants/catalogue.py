@@ -57,7 +57,7 @@ class Giant:
 BERT = Giant(
     name="bert",
     title="BERT pre-trained on WikiText-2 with masked LM + next-sentence prediction (Devlin et al. 2019)",
-    chapter="14 BERT: pre-training",
+    chapter="14 (BERT: pre-training)",
     config=bert.BertPretrainingConfig,
     train=bert.train_giant,
     build=bert.build,

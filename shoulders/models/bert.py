@@ -13,7 +13,7 @@ with ``BlockConfig(activation="gelu", norm_first=False, eps=1e-12)``: the paper'
 self-attention (no causal mask; padding is hidden by a key padding mask) and attention-probability dropout.
 
 **Pre-training** (§3.1, Appendix A.1): 15% of the tokens are chosen for prediction (80% -> ``[MASK]``, 10% a random
-token, 10% unchanged; :mod:`shoulders.text.bert_pretraining` prepares the batches), and the loss is the mean
+token, 10% unchanged; :mod:`shoulders.recipes.bert` prepares the batches), and the loss is the mean
 cross-entropy of those tokens plus the cross-entropy of the next-sentence label. The output projection is the
 input embedding matrix transposed (tied, as in the released code) with its own bias. It is computed only at the
 chosen positions -- about 15% of them -- since at ``|V| x d`` per token it would otherwise dominate the step.

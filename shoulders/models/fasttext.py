@@ -192,7 +192,13 @@ class FastTextConfig(Config):
 
 
 class ClassificationBatches:
-    """Shuffled minibatches ``(ids, offsets, labels)`` of encoded texts (re-iterable, for ``fit``)."""
+    """Shuffled minibatches ``(ids, offsets, labels)`` of encoded texts (re-iterable, for ``fit``).
+
+    A pass's order is drawn when ``iter()`` is called (``draws_at_iter``: ``fit`` then keeps only that call in its
+    data RNG lane, not every batch -- see :mod:`shoulders.train.stream`).
+    """
+
+    draws_at_iter = True
 
     def __init__(self, ids: torch.Tensor, offsets: torch.Tensor, labels: torch.Tensor, batch_size: int = 32,
                  shuffle: bool = True):
@@ -205,8 +211,10 @@ class ClassificationBatches:
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
         n = self.labels.numel()
-        order = torch.randperm(n) if self.shuffle else torch.arange(n)
-        for s in range(0, n, self.batch_size):
+        return self._batches(torch.randperm(n) if self.shuffle else torch.arange(n))
+
+    def _batches(self, order: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        for s in range(0, order.numel(), self.batch_size):
             k = order[s: s + self.batch_size]
             starts, lengths = self.offsets[k], self.ends[k] - self.offsets[k]
             offs = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)[:-1]])

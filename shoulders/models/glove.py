@@ -117,7 +117,10 @@ class GloVe(nn.Module):
 
 class GloVeBatches:
     """The non-zero entries of X in a fresh random order each pass (``torch.randperm`` on the global RNG, which
-    :func:`shoulders.train.fit` seeds per epoch): batches ``(i, j, x)``, each (B,)."""
+    :func:`shoulders.train.fit` seeds per epoch, drawn when ``iter()`` is called: ``draws_at_iter``):
+    batches ``(i, j, x)``, each (B,)."""
+
+    draws_at_iter = True
 
     def __init__(self, cooc: Cooccurrence, batch_size: int = 4096):
         if batch_size < 1:
@@ -128,8 +131,10 @@ class GloVeBatches:
         return math.ceil(len(self.cooc) / self.batch_size)
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        return self._batches(torch.randperm(len(self.cooc)))
+
+    def _batches(self, order: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
         c = self.cooc
-        order = torch.randperm(len(c))
         for s in range(0, len(c), self.batch_size):
             k = order[s: s + self.batch_size]
             yield c.rows[k], c.cols[k], c.values[k].float()

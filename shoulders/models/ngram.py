@@ -6,9 +6,9 @@ P_ML(w | h) = c(h w) / c(h .). Most n-grams are never seen (the zero problem, :f
 the counts are smoothed -- see :mod:`.ngram_smoothing` for the eight methods and their equations.
 
     from shoulders.models import ngram
-    counts = ngram.count_ngrams(sh.text.wikitext2("train"), order=5)        # one pass per order, NumPy only
+    counts = ngram.count_ngrams(sh.data.wikitext2("train"), order=5)        # one pass per order, NumPy only
     lm = ngram.NGramLM(counts, n=5, smoothing="mkn")                        # modified Kneser-Ney
-    lm.perplexity(sh.text.wikitext2("valid")); lm.logprob("the", ("of",)); lm.distribution(("of",))
+    lm.perplexity(sh.data.wikitext2("valid")); lm.logprob("the", ("of",)); lm.distribution(("of",))
     lm.sample(max_len=20, temperature=0.8, rng=0); ngram.write_arpa(lm, "wt2.5gram.arpa")
     ngram.NGramLM.from_arpa("wt2.5gram.arpa")                               # scores the same
 

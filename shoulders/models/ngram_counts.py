@@ -208,7 +208,7 @@ def _prepare_vocab(vocab: Vocab | None, lines: list, min_freq: int, bos: str, un
 
 def count_ngrams(lines: Iterable[Sequence[str]], order: int = 5, vocab: Vocab | None = None, min_freq: int = 1,
                  *, bos: str = BOS, unk: str = UNK, pad: bool = True) -> NGramCounts:
-    """Count all n-grams of orders 1 .. ``order`` in ``lines`` (lists of tokens, e.g. ``sh.text.wikitext2``).
+    """Count all n-grams of orders 1 .. ``order`` in ``lines`` (lists of tokens, e.g. ``sh.data.wikitext2``).
 
     ``vocab=None`` builds ``Vocab.build(lines, specials=["<s>"], unk="<unk>", min_freq=min_freq)``; a given
     vocabulary is extended (ids kept) with ``<s>`` and ``<unk>`` if it lacks them. Tokens outside the vocabulary

@@ -199,7 +199,7 @@ def pretrain(cfg: BertPretrainingConfig, tok: Any, train_documents: Sequence[Seq
              **fit_kwargs: Any) -> tuple[BertForPreTraining, History]:
     """Build (or take) a :class:`BertForPreTraining` and pre-train it; returns the model and its history.
 
-    ``fit_kwargs`` go to :func:`shoulders.train.fit` (``checkpoint=``, ``progress=``, ``live_plot=``, ...). The
+    ``fit_kwargs`` go to :func:`shoulders.train.fit` (``checkpoint=``, ``progress=``, ``callbacks=``, ...). The
     history logs the training batches' ``mlm_acc``/``nsp_acc``/losses every step and, with ``eval_batches``,
     :func:`evaluate_pretraining`'s metrics prefixed ``val_`` every ``cfg.eval_every`` steps.
     """

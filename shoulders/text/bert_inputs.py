@@ -1,7 +1,7 @@
 """BERT's input format (Devlin et al. 2019, §3, Figure 2): ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``.
 
 Every token carries a segment id (0 for ``[CLS]``, A and its ``[SEP]``; 1 for B and its ``[SEP]``), added to the
-token and position embeddings. Pre-training (:mod:`shoulders.text.bert_pretraining`) and every fine-tuning task
+token and position embeddings. Pre-training (:mod:`shoulders.recipes.bert`) and every fine-tuning task
 (:mod:`shoulders.text.task_features`) build their inputs with :func:`pack` and batch them with :func:`collate`.
 """
 from __future__ import annotations

@@ -136,7 +136,7 @@ def tagging_predictions(features: Sequence[Mapping[str, Any]], logits_or_pred_id
 
     ``logits_or_pred_ids``: ``(N, T, K)`` logits or ``(N, T)`` tag ids (a tensor, array or nested lists, ``T`` at
     least each feature's length -- the padded batch is fine), or one ``(T_i, K)`` / ``(T_i,)`` tensor per feature
-    (what :func:`shoulders.finetune.predict` returns), in the order of ``features``.
+    (what :func:`shoulders.recipes.finetune.predict` returns), in the order of ``features``.
     """
     x = logits_or_pred_ids
     if isinstance(x, (list, tuple)) and x and isinstance(x[0], torch.Tensor):  # one tensor per feature

@@ -7,8 +7,8 @@ Every chapter trains with it, from the NNLM to BERT. It does the update ``t = 1 
           → checkpoint (every checkpoint_every)
 
 and everything a chapter needs around it: a progress bar (:class:`~shoulders.train.Tracker`), a
-:class:`~shoulders.train.History` of every step, early stopping, exact checkpoint/resume (weights, optimiser, schedule, RNG, data position) and DDP
-under ``torchrun``.
+:class:`~shoulders.train.History` of every step, early stopping, exact checkpoint/resume (weights, optimiser,
+schedule, RNG, data position) and DDP under ``torchrun``.
 """
 from __future__ import annotations
 
