@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -60,6 +61,7 @@ def test_first_load_trains_and_caches_the_second_loads(tmp_path, giants_root):
     assert set(card["files"]) == {"model.safetensors", "config.json", "history.json", "vocab.txt", "README.md"}
     assert card["data"][0]["name"] == "wikitext-2" and card["machine"]
     assert "# A tiny test giant" in (first.folder / "README.md").read_text()
+    assert all(f.stat().st_mode & 0o044 == 0o044 for f in first.folder.iterdir())  # shareable, like the data
     # another config is another giant
     other = sh.giants.load("tiny-test", cfg.replace(steps=6), progress=False)
     assert other.trained and other.folder != first.folder and trainings(tmp_path) == 2
@@ -139,6 +141,20 @@ def test_a_published_export_downloads_through_the_data_registry(tmp_path, monkey
     assert not got.trained and trainings(tmp_path) == 1
     assert sha(got.folder / "model.safetensors") == sha(original.folder / "model.safetensors")
     assert json.loads((got.folder / "card.json").read_text())["files"] == original.card["files"]
+    # an offline mirror folder works the same way: <mirror>/<entry name>/ holding the export, nothing served
+    mirror = tmp_path / "mirror"
+    shutil.copytree(out, mirror / entry.name)
+    giant = sh.giants.register(tiny_giant.TINY.__class__(**{**tiny_giant.TINY.__dict__,
+                                                            "published": {"smoke": entry}}), replace=True)
+    try:
+        monkeypatch.setenv("SHOULDERS_GIANTS", str(tmp_path / "fresh-2"))
+        monkeypatch.setenv("SHOULDERS_DATA", str(tmp_path / "data-cache-2"))
+        monkeypatch.setenv("SHOULDERS_DATA_MIRROR", str(mirror))
+        offline = sh.giants.load(giant, cfg, download=True, progress=False)
+    finally:
+        sh.giants.register(tiny_giant.TINY, replace=True)
+    assert not offline.trained and trainings(tmp_path) == 1
+    assert sha(offline.folder / "model.safetensors") == sha(original.folder / "model.safetensors")
 
 
 def test_the_command_line_lists_exports_and_imports(tmp_path):

@@ -182,6 +182,8 @@ def write(giant: Giant, cfg: Any, scale: str, art: Any, folder: Path, wall_time_
             "data": credits(list(giant.data)) if giant.data else [],
         }
         write_text_atomic(tmp / README, model_card(card))
+        for f in tmp.iterdir():
+            os.chmod(f, 0o644)  # as readable as the data (safetensors writes its file private)
         card["files"] = {p.name: {"size": p.stat().st_size, "sha256": _sha256(p)}
                          for p in sorted(tmp.iterdir()) if p.is_file()}
         write_text_atomic(tmp / CARD, json.dumps(card, indent=1, default=str))  # last: marks the folder complete
