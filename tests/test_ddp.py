@@ -77,6 +77,6 @@ def test_rank0_writes_the_checkpoint_and_each_rank_its_rng(ddp_run):
     folders = sorted(p.name for p in (ddp_run / "ckpt").iterdir())
     assert folders == [f"step-{ddp_worker.STEPS:08d}"]
     files = sorted(p.name for p in (ddp_run / "ckpt" / folders[0]).iterdir())
-    assert files == ["model.safetensors", "rng-1.pt", "state.pt"]
+    assert files == ["SHA256SUMS", "model.safetensors", "rng-1.pt", "state.pt"]
     state = torch.load(ddp_run / "ckpt" / folders[0] / "state.pt", weights_only=True)
     assert state["world_size"] == 2 and state["step"] == ddp_worker.STEPS

@@ -329,3 +329,13 @@ def test_draws_at_iter_skips_the_per_batch_lane_and_changes_nothing(tmp_path, mo
     data2, model2 = Shuffled(True), Dropped()
     fit(model2, data2, torch.optim.SGD(model2.parameters(), lr=0.05), steps=12, seed=7, checkpoint=tmp_path, **quiet())
     assert all(torch.equal(a, b) for a, b in zip(model2.parameters(), runs[True][1]))
+
+
+def test_early_stopping_counts_a_nan_metric_as_no_improvement():
+    """A NaN validation metric used to crash the stop message (TypeError: NoneType.__format__)."""
+    model = Regressor()
+    stop = EarlyStopping("val", patience=1, mode="min")
+    with pytest.warns(RuntimeWarning, match="val is nan at step"):
+        hist = fit(model, data(), torch.optim.SGD(model.parameters(), lr=0.01), steps=20,
+                   evaluate=lambda m: {"val": float("nan")}, eval_every=2, early_stopping=stop, **quiet())
+    assert stop.stopped_step == 4 and stop.best is None and len(hist) == 4

@@ -218,3 +218,64 @@ def test_full_wikitext2_train_timings():
     print(f"\nWordPiece on WikiText-2 train ({n_words:,} words): 8,000-entry vocabulary trained in {trained:.1f} s, "
           f"all lines encoded in {encoded:.1f} s ({n_ids:,} pieces)")
     assert len(wp) == 8000 and n_ids > n_words
+
+
+def _log_likelihood(words: list[list[str]], freqs: list[int]) -> float:
+    """sum_u n(u) log(n(u) / N) of a segmentation (the unigram likelihood WordPiece's gain is measured on)."""
+    import math
+
+    units: Counter = Counter()
+    for w, f in zip(words, freqs):
+        for u in w:
+            units[u] += f
+    total = sum(units.values())
+    return sum(n * math.log(n / total) for n in units.values())
+
+
+def _brute_force_merges(words: list[list[str]], freqs: list[int], merges: int) -> list[str]:
+    """Greedy WordPiece by brute force: try every adjacent pair, merge it left to right without overlap, keep the
+    merge whose segmentation has the highest unigram likelihood."""
+    learned = []
+    for _ in range(merges):
+        best = None
+        for a, b in sorted({p for w in words for p in zip(w, w[1:])}):
+            merged = []
+            for w in words:
+                out, i = [], 0
+                while i < len(w):
+                    if i + 1 < len(w) and (w[i], w[i + 1]) == (a, b):
+                        out.append(a + b[2:])
+                        i += 2
+                    else:
+                        out.append(w[i])
+                        i += 1
+                merged.append(out)
+            score = _log_likelihood(merged, freqs)
+            if best is None or score > best[0] + 1e-9:
+                best = (score, a + b[2:], merged)
+        learned.append(best[1])
+        words = best[2]
+    return learned
+
+
+def test_runs_of_one_character_train_and_their_gain_is_exact():
+    """'1000' holds two overlapping (##0, ##0) pairs but merges once ('##00', '##0'): the likelihood gain must
+    count one merge (counting two took the log of a negative number: ValueError: math domain error). The merges
+    learned are those of a brute-force likelihood search."""
+    for text, words, freqs, vocab in (("1000 1000", [["1", "##0", "##0", "##0"]], [2], 40),
+                                      ("aaaa aaaaa aaaa xy", [["a", "##a", "##a", "##a"], ["a", "##a", "##a", "##a",
+                                                                                            "##a"], ["x", "##y"]],
+                                       [2, 1, 1], 40)):
+        wp = WordPiece.train([text], vocab_size=vocab, min_freq=1)
+        alphabet = 5 + 2 * len(set(text.replace(" ", "")))
+        learned = wp.tokens[alphabet:]
+        assert learned == _brute_force_merges(words, freqs, len(learned)), text
+    assert WordPiece.train(["1000 1000"], vocab_size=40).tokenize("1000") == ["1000"]
+
+
+def test_words_too_long_to_encode_are_not_learned_from():
+    """A word longer than max_chars_per_word encodes as [UNK]: training skips it (it took 232 s for 100k chars)."""
+    long_word = "ab" * 50_000
+    wp = WordPiece.train([long_word + " hello world hello world"], vocab_size=60, min_freq=1)
+    assert wp.tokenize(long_word) == ["[UNK]"] and "hello" in wp.tokens
+    assert not any(t.startswith("abab") or t.startswith("##abab") for t in wp.tokens)

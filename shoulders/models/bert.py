@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from ..config import Config, ConfigError
 from ..text.bert_inputs import IGNORE
 from .attention import key_padding_mask
+from .ids import check_ids, check_labels
 from .transformer_blocks import ACTIVATIONS, BlockConfig, Encoder
 
 __all__ = ["TURC_SIZES", "BertConfig", "BertEmbeddings", "BertForPreTraining", "BertModel",
@@ -191,14 +192,18 @@ class BertEmbeddings(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """``input_ids`` (B, T), ``token_type_ids`` (B, T) or None (all segment A) -> (B, T, d)."""
-        if input_ids.dim() != 2:
-            raise ValueError(f"input_ids must be (B, T) token ids, got shape {tuple(input_ids.shape)}")
+        check_ids(input_ids, "input_ids", self.word.num_embeddings)
         T = input_ids.shape[1]
         if T > self.max_len:
             raise ValueError(f"{T} tokens exceed max_len={self.max_len}: truncate the input (max_len counts [CLS] "
                              "and [SEP]) or build a config with a larger max_len")
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
+        else:
+            check_ids(token_type_ids, "token_type_ids", self.token_type.num_embeddings)
+            if token_type_ids.shape != input_ids.shape:
+                raise ValueError(f"token_type_ids {tuple(token_type_ids.shape)} must have the shape of input_ids "
+                                 f"{tuple(input_ids.shape)}")
         x = self.word(input_ids) + self.token_type(token_type_ids) + self.position.weight[:T]  # (B, T, d)
         return self.drop(self.norm(x))
 
@@ -308,6 +313,7 @@ class BertForPreTraining(nn.Module):
             if mlm_labels.shape != input_ids.shape:
                 raise ValueError(f"mlm_labels {tuple(mlm_labels.shape)} must have the shape of input_ids "
                                  f"{tuple(input_ids.shape)} (-100 where nothing is predicted)")
+            check_labels(mlm_labels, "mlm_labels", self.cfg.vocab_size, ignore_index=IGNORE)
             chosen = mlm_labels != IGNORE  # (B, T)
             if masked_only:
                 logits = self.mlm_logits(out.hidden[chosen])  # (N, V): only the N chosen positions
@@ -319,6 +325,7 @@ class BertForPreTraining(nn.Module):
             result["mlm_acc"] = (logits.argmax(-1) == target).sum().float() / n
             losses.append(result["mlm_loss"])
         if nsp_labels is not None:
+            check_labels(nsp_labels, "nsp_labels", 2)
             result["nsp_loss"] = F.cross_entropy(nsp_logits.float(), nsp_labels.reshape(-1))
             result["nsp_acc"] = (nsp_logits.argmax(-1) == nsp_labels.reshape(-1)).float().mean()
             losses.append(result["nsp_loss"])

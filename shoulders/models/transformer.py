@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from ..config import Config, ConfigError
 from ..text.pad import pad_sequences
 from .attention import KVCache, key_padding_mask
+from .ids import check_ids, check_labels
 from .transformer_blocks import BlockConfig, Decoder, Encoder, LearnedPositions, SinusoidalPositions, scaled_embedding
 
 __all__ = ["Encoded", "Transformer", "TransformerConfig", "label_smoothing_loss", "translation_batch"]
@@ -239,8 +240,7 @@ class Transformer(nn.Module):
 
     def encode(self, src: torch.Tensor, need_weights: bool = False) -> Encoded:
         """``src`` (B, S) ids -> memory (B, S, d), the source padding mask, and the self-attention weights."""
-        if src.dim() != 2:
-            raise ValueError(f"src must be (B, S) token ids, got shape {tuple(src.shape)}")
+        check_ids(src, "src", self.cfg.src_vocab)
         keep = src != self.cfg.pad_id  # (B, S)
         mask = None if bool(keep.all()) else key_padding_mask(keep)  # (B, 1, 1, S)
         x = self.drop(scaled_embedding(src, self.src_embed) + self.src_pos(src.shape[1]))  # (B, S, d)
@@ -253,6 +253,7 @@ class Transformer(nn.Module):
 
         With a ``cache``, ``tgt_in`` holds only the *new* tokens; they sit after the cached positions.
         """
+        check_ids(tgt_in, "tgt_in", self.cfg.tgt_vocab)
         if tgt_in.dim() != 2 or tgt_in.shape[0] != enc.memory.shape[0]:
             raise ValueError(f"tgt_in must be (B, T) ids with B = {enc.memory.shape[0]}, got {tuple(tgt_in.shape)}")
         offset = cache.length("0.self") if cache is not None else 0
@@ -267,6 +268,7 @@ class Transformer(nn.Module):
             return logits
         if tgt_out.shape != tgt_in.shape:
             raise ValueError(f"tgt_out {tuple(tgt_out.shape)} must have the shape of tgt_in {tuple(tgt_in.shape)}")
+        check_labels(tgt_out, "tgt_out", self.cfg.tgt_vocab)
         loss = label_smoothing_loss(logits, tgt_out, self.cfg.label_smoothing, ignore_index=self.cfg.pad_id)
         return {"loss": loss, "tokens": (tgt_out != self.cfg.pad_id).sum()}
 

@@ -236,6 +236,12 @@ class Vocab:
         The write is atomic (a temporary file renamed into place). Returns the path.
         """
         path = Path(path)
+        for i, t in enumerate(self._itos):  # a lone surrogate (text decoded with errors="surrogateescape") has no UTF-8
+            try:
+                t.encode("utf-8")
+            except UnicodeEncodeError as err:
+                raise ValueError(f"token {i} ({t!r}) cannot be written as UTF-8: {err.reason} at position {err.start}; "
+                                 "clean the text it came from (decode it with errors='replace')") from None
         head = {"format": FORMAT, "version": VERSION, "size": len(self), "unk": self.unk,
                 "specials": list(self.specials)}
         lines = ["{"]

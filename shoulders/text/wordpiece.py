@@ -345,13 +345,14 @@ class WordPiece:
     # ------------------------------------------------------------------ training
     @classmethod
     def train(cls, texts: Iterable[str], vocab_size: int = 8000, min_freq: int = 2, lower: bool = True,
-              progress: bool = False, criterion: str = "likelihood") -> "WordPiece":
+              progress: bool = False, criterion: str = "likelihood", max_chars_per_word: int = 100) -> "WordPiece":
         """Learn a WordPiece vocabulary of ``vocab_size`` entries from ``texts`` (see the module docstring).
 
         Ids 0..4 are :attr:`SPECIALS`, then every character seen (word-initial, then ``##`` continuation forms,
         each in code-point order), then the merged pieces in the order they were learned. Words seen fewer than
         ``min_freq`` times take no part in the merges but their characters are in the vocabulary. Special tokens
-        written in the text (a literal ``[UNK]``) stay whole and are not learned from. The result can be smaller
+        written in the text (a literal ``[UNK]``) stay whole and are not learned from, and neither are words longer
+        than ``max_chars_per_word`` (encoding maps them to ``[UNK]`` anyway). The result can be smaller
         than ``vocab_size`` only when no pair is left to merge; a ``vocab_size`` too small to hold the specials
         and the characters is a ``ValueError``.
 
@@ -384,12 +385,13 @@ class WordPiece:
             raise ValueError(f"vocab_size={vocab_size} cannot hold the {len(cls.SPECIALS)} specials and the "
                              f"{len(alphabet)} characters of the corpus in both forms ({len(tokens)} entries)")
         stoi = {t: i for i, t in enumerate(tokens)}
-        merge_words = [(w, n) for w, n in counts.items() if n >= min_freq and len(w) > 1]
+        # words longer than max_chars_per_word encode as [UNK] whatever the vocabulary: nothing to learn from them
+        merge_words = [(w, n) for w, n in counts.items() if n >= min_freq and 1 < len(w) <= max_chars_per_word]
         merge_words.sort(key=lambda wn: (-wn[1], wn[0]))  # deterministic order
         words = [[stoi[w[0]]] + [stoi["##" + ch] for ch in w[1:]] for w, _ in merge_words]
         freqs = [n for _, n in merge_words]
         _learn_merges(tokens, stoi, words, freqs, vocab_size, criterion == "likelihood", progress)
-        return cls(tokens, lower=lower)
+        return cls(tokens, lower=lower, max_chars_per_word=max_chars_per_word)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> Path:
@@ -463,17 +465,41 @@ def _learn_merges(tokens: list[str], stoi: dict[str, int], words: list[list[int]
     xlogx_total = _xlogx(total)
     xlogx_unit = {u: _xlogx(n) for u, n in unit.items()}
 
+    repeats: dict[tuple[int, int], int] = {}  # (a, a) -> merges it would make, cached until a word holding it changes
+
+    def merges(p: tuple[int, int]) -> int:
+        """How many units the merge of ``p`` would create. For a != b, the pair count; a run of one unit
+        (``0 0 0`` in "1000") holds overlapping pairs but merges left to right without overlap (``00 0``)."""
+        a, b = p
+        if a != b:
+            return pairs[p]
+        if p not in repeats:
+            k = 0
+            for wi in where[p]:
+                w, i = words[wi], 0
+                while i + 1 < len(w):
+                    if w[i] == a and w[i + 1] == a:
+                        k += freqs[wi]
+                        i += 2
+                    else:
+                        i += 1
+            repeats[p] = k
+        return repeats[p]
+
     def entry(p: tuple[int, int]) -> tuple[float, int, int, int]:
         n, a, b = pairs[p], p[0], p[1]
         if not gain:
             return (-n / (unit[a] * unit[b]), -n, a, b)
-        # log-likelihood sum_u n(u) log(n(u) / N) after the merge minus before (x log x terms; N falls by n)
-        rest_a = unit[a] - (2 * n if a == b else n)
-        g = n * log(n) + (rest_a * log(rest_a) if rest_a else 0.0) - xlogx_unit[a]
+        # log-likelihood sum_u n(u) log(n(u) / N) after the merge minus before (x log x terms; N falls by k, the
+        # merges made: a unit of a repeated character is consumed twice per merge)
         if a != b:
-            rest_b = unit[b] - n
-            g += (rest_b * log(rest_b) if rest_b else 0.0) - xlogx_unit[b]
-        return ((total - n) * log(total - n) - xlogx_total - g, -n, a, b)
+            k, rest_a, rest_b = n, unit[a] - n, unit[b] - n
+            g = (n * log(n) + (rest_a * log(rest_a) if rest_a else 0.0) - xlogx_unit[a]
+                 + (rest_b * log(rest_b) if rest_b else 0.0) - xlogx_unit[b])
+        else:
+            k = merges(p)
+            g = _xlogx(k) + _xlogx(unit[a] - 2 * k) - xlogx_unit[a]
+        return ((total - k) * log(total - k) - xlogx_total - g, -n, a, b)
 
     heap = [entry(p) for p in pairs]
     heapq.heapify(heap)
@@ -514,8 +540,12 @@ def _learn_merges(tokens: list[str], stoi: dict[str, int], words: list[list[int]
             old_pairs, new_pairs = list(zip(w, w[1:])), list(zip(new, new[1:]))
             for q in old_pairs:
                 delta[q] -= f
+                if q[0] == q[1]:
+                    repeats.pop(q, None)
             for q in new_pairs:
                 delta[q] += f
+                if q[0] == q[1]:
+                    repeats.pop(q, None)
             for q in set(old_pairs).difference(new_pairs):
                 if q != p:
                     where[q].discard(wi)

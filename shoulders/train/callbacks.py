@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -107,11 +108,14 @@ class EarlyStopping(Callback):
             if self.restore_best:
                 self._best_weights = {k: v.detach().to("cpu", copy=True) for k, v in run.model.state_dict().items()}
             return
+        if not math.isfinite(value):
+            warnings.warn(f"EarlyStopping: {self.metric} is {value} at step {run.step}; counted as no improvement",
+                          RuntimeWarning, stacklevel=2)
         self.wait += 1
         if self.wait > self.patience:
             self.stopped_step = run.step
-            run.stop(f"early stopping: {self.metric} did not improve on {self.best:.6g} (step {self.best_step}) "
-                     f"for {self.wait} evaluations")
+            best = "any finite value" if self.best is None else f"{self.best:.6g} (step {self.best_step})"
+            run.stop(f"early stopping: {self.metric} did not improve on {best} for {self.wait} evaluations")
 
     def on_fit_end(self, run: Run) -> None:
         if self.restore_best and self._best_weights is not None:

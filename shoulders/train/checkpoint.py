@@ -6,14 +6,17 @@ A run's checkpoint folder (``fit(..., checkpoint=DIR)``) holds one sub-folder pe
     DIR/step-00000400/state.pt            step, optimiser, scheduler, RNG, data position, history, callbacks
                                           (tensors and plain containers; read with torch.load(weights_only=True))
     DIR/step-00000400/rng-1.pt ...        under DDP: the RNG state of ranks 1, 2, ...
+    DIR/step-00000400/SHA256SUMS          the sha256 of every other file, checked before a resume reads them
 
 A save writes everything into ``DIR/.tmp-step-00000400/``, flushes it to disk, and then renames the folder to
 ``step-00000400`` -- a single atomic rename -- before deleting older steps. An interruption at any moment
 leaves either the previous checkpoint or the new one complete, never a half-written folder with a
-``step-*`` name. The newest ``step-*`` folder is the one a resume reads.
+``step-*`` name. The newest ``step-*`` folder is the one a resume reads. A byte flipped on disk afterwards (a
+failing drive, a bad copy) is caught by the checksums, not loaded into the model.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -29,6 +32,7 @@ from .errors import CheckpointError
 FORMAT = "shoulders.checkpoint/1"
 WEIGHTS = "model.safetensors"
 STATE = "state.pt"
+SUMS = "SHA256SUMS"
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 _MAX_NAMES = 20
 
@@ -52,6 +56,36 @@ def checkpoints(root: str | os.PathLike) -> list[tuple[int, Path]]:
         if m and child.is_dir():
             found.append((int(m.group(1)), child))
     return sorted(found)
+
+
+def check_writable(root: str | os.PathLike) -> None:
+    """Make sure checkpoints can be written under ``root`` (creating it), before any training is spent on them."""
+    root = Path(root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / f".probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        what = "is a file, not a folder" if root.exists() and not root.is_dir() else f"cannot be written ({err})"
+        raise CheckpointError(f"checkpoint={str(root)!r} {what}: choose a folder you can write to. Nothing was "
+                              "trained yet.") from err
+
+
+def set_aside(root: str | os.PathLike, after: int) -> list[Path]:
+    """Rename the checkpoints of steps after ``after`` to ``diverged-step-*`` (kept for a look, never loaded by a
+    resume, never deleted); returns their new paths."""
+    moved = []
+    for step, folder in checkpoints(root):
+        if step > after:
+            target = folder.with_name(f"diverged-{folder.name}")
+            n = 1
+            while target.exists():
+                target = folder.with_name(f"diverged-{folder.name}-{n}")
+                n += 1
+            os.replace(folder, target)
+            moved.append(target)
+    return moved
 
 
 def latest_checkpoint(root: str | os.PathLike) -> Path | None:
@@ -240,10 +274,47 @@ def begin(root: str | os.PathLike, step: int) -> Path:
     return tmp
 
 
-def commit(root: str | os.PathLike, step: int, keep: int = 1) -> Path:
-    """Flush the temporary folder, rename it into place atomically, then drop all but the ``keep`` newest."""
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_sums(folder: Path) -> Path:
+    """``SHA256SUMS`` (``<hex>  <name>`` lines, as ``sha256sum`` writes them) of every file of ``folder``."""
+    lines = [f"{_sha256(f)}  {f.name}\n" for f in sorted(folder.iterdir()) if f.is_file() and f.name != SUMS]
+    path = folder / SUMS
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def check_sums(folder: Path) -> None:
+    """Every file listed in ``folder/SHA256SUMS`` must have its sha256 (a checkpoint written before checksums
+    existed, without the file, is accepted as it is)."""
+    sums = folder / SUMS
+    if not sums.exists():
+        return
+    for line in sums.read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        file = folder / name
+        if not file.is_file():
+            raise CheckpointError(f"{file} is missing (listed in {sums}): the checkpoint folder {folder} is "
+                                  "incomplete. Nothing was changed; move the folder away to resume from an older one.")
+        if _sha256(file) != digest:
+            raise CheckpointError(
+                f"{file} is truncated, corrupt or altered: it does not match its checksum in {sums} (it changed on "
+                f"disk after it was written). Nothing was loaded or changed; move the folder {folder} away to resume "
+                "from an older checkpoint (or start afresh).")
+
+
+def commit(root: str | os.PathLike, step: int, keep: int = 1, protect: int | None = None) -> Path:
+    """Checksum and flush the temporary folder, rename it into place atomically, then drop all but the ``keep``
+    newest -- and the checkpoint of step ``protect``, which is kept too (the last one with a sane loss)."""
     root = Path(root)
     tmp, final = tmp_dir(root, step), step_dir(root, step)
+    write_sums(tmp)
     for f in tmp.iterdir():
         _fsync(f)
     _fsync(tmp)
@@ -256,8 +327,9 @@ def commit(root: str | os.PathLike, step: int, keep: int = 1) -> Path:
     else:
         os.replace(tmp, final)
     _fsync(root)
-    for _, folder in checkpoints(root)[:-keep] if keep > 0 else []:
-        shutil.rmtree(folder, ignore_errors=True)
+    for old_step, folder in checkpoints(root)[:-keep] if keep > 0 else []:
+        if old_step != protect:
+            shutil.rmtree(folder, ignore_errors=True)
     return final
 
 
@@ -277,6 +349,7 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module,
     Everything is read and checked before anything is changed.
     """
     folder = _resolve(path)
+    check_sums(folder)
     state = read_state(folder)
     file = folder / WEIGHTS
     if optimizer is not None and "optimizer" in state:

@@ -57,6 +57,7 @@ def fit(
     progress: bool = True,
     loss_fn: LossFn | None = None,
     seed: int | None = None,
+    resume_lr: float | Iterable[float] | None = None,
 ) -> History:
     """Train ``model`` for ``steps`` optimiser updates and return the :class:`History`.
 
@@ -86,11 +87,17 @@ def fit(
         loss_fn: ``loss_fn(model, batch)`` replaces ``model(batch)`` (same return types).
         seed: seeds the per-epoch data order; default: drawn from torch's global RNG (so ``shoulders.seed``
             fixes it). A resumed run uses the seed stored in its checkpoint.
+        resume_lr: the base learning rate (one number, or one per param group) from here on, replacing the one a
+            resumed checkpoint stored -- how to follow :class:`TrainingDiverged`'s advice: call ``fit`` again with
+            the same ``checkpoint`` and a lower ``resume_lr``. The schedule still shapes it.
 
     Raises:
-        TrainingDiverged: the loss or gradient norm became NaN/inf (the bad update is not applied; the last
-            good checkpoint, named in the message, is untouched).
-        CheckpointError: the checkpoint folder holds an unreadable checkpoint or one of a different model.
+        TrainingDiverged: the loss or gradient norm became NaN/inf (the bad update is not applied). The message
+            names the last checkpoint whose loss was sane (its training loss since the previous checkpoint within
+            ``SANE_FACTOR`` times the best so far; it is always kept) and sets newer ones aside as
+            ``diverged-step-*`` (kept, not deleted), so ``fit`` resumes from the sane one.
+        CheckpointError: the checkpoint folder cannot be written (checked before the first step), or holds an
+            unreadable, altered (checksums) or foreign checkpoint.
 
     Stopping: when a callback calls ``run.stop(...)`` (early stopping does), the current step is evaluated and
     checkpointed and ``fit`` returns; a resumed early-stopped run returns at once. A ``KeyboardInterrupt`` stops
@@ -113,13 +120,17 @@ def fit(
     cbs = as_callbacks(callbacks) + ([early_stopping] if early_stopping is not None else [])
     scheduler = ScheduledLR(optimizer, schedule) if schedule is not None else None
     root = Path(checkpoint) if checkpoint is not None else None
+    if root is not None:
+        ckpt.check_writable(root)  # a bad folder fails now, not after the last step
 
     # -- resume or start -------------------------------------------------------------------------------------
     state: dict[str, Any] | None = None
-    last_good: tuple[Path, int] | None = None
+    last_good: tuple[Path, int] | None = None  # the newest checkpoint
+    sanity = Sanity()
     if root is not None and (folder := ckpt.latest_checkpoint(root)) is not None:
         state = ckpt.load_checkpoint(folder, model, optimizer)
         last_good = (folder, int(state["step"]))
+        sanity.resumed(folder, int(state["step"]), state.get("sanity"))
         if int(state.get("world_size", 1)) != info.world_size:
             raise CheckpointError(
                 f"{folder} was written by {state.get('world_size', 1)} process(es) but this run has "
@@ -139,6 +150,8 @@ def fit(
         _restore(state, scheduler, cbs, stream, run, folder)
         elapsed, tokens = float(state.get("elapsed", 0.0)), float(state.get("tokens", 0.0))
         rng = state["rng"] if info.rank == 0 else ckpt.read_state(folder, name=f"rng-{info.rank}.pt")["rng"]
+    if resume_lr is not None:
+        set_base_lrs(optimizer, scheduler, resume_lr)
     train_model = distributed.wrap(model, info, dev)
     model.train()
     for cb in cbs:
@@ -191,7 +204,8 @@ def fit(
             logged = dict(zip(names, host[2:]))
             if not math.isfinite(loss_v) or not math.isfinite(norm_v):
                 what, value = ("loss", loss_v) if not math.isfinite(loss_v) else ("grad_norm", norm_v)
-                raise TrainingDiverged(t, what, value, *(last_good or (None, None)))
+                raise sanity.diverged(t, what, value, root, info)
+            sanity.add(loss_v)
             optimizer.step()
             run.step = t
             if "tokens" in logged:
@@ -216,7 +230,7 @@ def fit(
                     "elapsed": time.perf_counter() - clock, "tokens": tokens, "stop_reason": run.stop_reason,
                     "steps": steps,
                 }
-                last_good = (save(root, t, model, state_now, info, last_good), t)
+                last_good = (save(root, t, model, state_now, info, sanity), t)
             tracker.advance(loss_v, lrs[0] if lrs else None)
             if run.stop_reason is not None:
                 bar.write(f"step {t}: {run.stop_reason}")
@@ -363,11 +377,13 @@ def callback_states(cbs: list[Callback]) -> dict[str, Any]:
 
 
 def save(root: Path, step: int, model: nn.Module, state: dict[str, Any], info: distributed.DistInfo,
-         last_good: tuple[Path, int] | None) -> Path:
-    """Write a checkpoint (rank 0 the weights and state, every rank its RNG), refusing non-finite weights."""
+         sanity: "Sanity") -> Path:
+    """Write a checkpoint (rank 0 the weights and state, every rank its RNG), refusing non-finite weights; the
+    last checkpoint with a sane loss is kept beside the newest."""
     checks = [p.detach().isfinite().all() for p in model.parameters()]
     if checks and not bool(torch.stack(checks).all()):
-        raise TrainingDiverged(step, "parameters", math.nan, *(last_good or (None, None)))
+        raise sanity.diverged(step, "parameters", math.nan, root, info)
+    state = {**state, "sanity": sanity.checkpoint()}
     if info.is_main:
         ckpt.begin(root, step)
     distributed.barrier(info)
@@ -378,7 +394,67 @@ def save(root: Path, step: int, model: nn.Module, state: dict[str, Any], info: d
     else:
         ckpt.write_state(tmp, {"rng": state["rng"]}, name=f"rng-{info.rank}.pt")
     distributed.barrier(info)
+    folder = ckpt.step_dir(root, step)
+    sanity.saved(folder, step, state["sanity"]["sane"])
     if info.is_main:
-        ckpt.commit(root, step)
+        ckpt.commit(root, step, protect=sanity.last_sane[1] if sanity.last_sane else None)
     distributed.barrier(info)
-    return ckpt.step_dir(root, step)
+    return folder
+
+
+SANE_FACTOR = 2.0
+"""A checkpoint is *sane* when the mean training loss since the previous checkpoint is at most this many times the
+best such mean so far: a run that is blowing up (loss 10^3 where it was 5) is not, though its weights are finite."""
+
+
+class Sanity:
+    """Which checkpoint a diverged run should go back to: the last one whose loss was sane (:data:`SANE_FACTOR`)."""
+
+    def __init__(self) -> None:
+        self.best: float | None = None
+        self.last_sane: tuple[Path, int] | None = None
+        self._sum, self._n = 0.0, 0
+
+    def resumed(self, folder: Path, step: int, saved: Mapping[str, Any] | None) -> None:
+        self.last_sane = (folder, step)  # a resume starts from it: the newest left after a divergence is sane
+        if saved:
+            self.best = saved.get("best")
+
+    def add(self, loss: float) -> None:
+        self._sum += loss
+        self._n += 1
+
+    def checkpoint(self) -> dict[str, Any]:
+        """The sanity facts of a checkpoint about to be written (the mean loss since the previous one)."""
+        interval = self._sum / self._n if self._n else None
+        sane = interval is None or (math.isfinite(interval)
+                                    and (self.best is None or interval <= SANE_FACTOR * self.best))
+        if sane and interval is not None:
+            self.best = interval if self.best is None else min(self.best, interval)
+        self._sum, self._n = 0.0, 0
+        return {"interval_loss": interval, "best": self.best, "sane": bool(sane)}
+
+    def saved(self, folder: Path, step: int, sane: bool) -> None:
+        if sane:
+            self.last_sane = (folder, step)
+
+    def diverged(self, step: int, what: str, value: float, root: Path | None,
+                 info: distributed.DistInfo) -> TrainingDiverged:
+        """The error to raise; checkpoints newer than the last sane one are renamed ``diverged-step-*``."""
+        aside: list[Path] = []
+        if root is not None and self.last_sane is not None and info.is_main:
+            aside = ckpt.set_aside(root, after=self.last_sane[1])
+        return TrainingDiverged(step, what, value, *(self.last_sane or (None, None)), set_aside=aside)
+
+
+def set_base_lrs(optimizer: torch.optim.Optimizer, scheduler: ScheduledLR | None,
+                 lrs: float | Iterable[float]) -> None:
+    """Make ``lrs`` (one number, or one per param group) the optimiser's base rates, under a schedule or not."""
+    groups = optimizer.param_groups
+    values = [float(lrs)] * len(groups) if isinstance(lrs, (int, float)) else [float(x) for x in lrs]
+    if len(values) != len(groups) or not all(math.isfinite(v) and v > 0 for v in values):
+        raise ValueError(f"resume_lr must be one positive rate or one per param group ({len(groups)}), got {lrs!r}")
+    for group, lr in zip(groups, values):
+        group["lr"] = group["initial_lr"] = lr
+    if scheduler is not None:
+        scheduler.base_lrs = values

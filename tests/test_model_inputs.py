@@ -1,0 +1,73 @@
+"""Clear errors at a model's door: out-of-range, float, empty ids and bad labels name the argument, its shape and
+dtype and the allowed range (not ``IndexError: index out of range in self`` or a NaN loss); a vocabulary token
+that UTF-8 cannot hold is named when saving."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from shoulders.models.bert import BertConfig, BertForPreTraining
+from shoulders.models.ids import check_ids, check_labels
+from shoulders.models.transformer import TransformerConfig
+from shoulders.text import Vocab
+
+BAD_IDS = [
+    (torch.tensor([[5, 200]]), ValueError, r"input_ids holds ids from 5 to 200 but must lie in \[0, 100\)"),
+    (torch.tensor([[-1, 3]]), ValueError, r"from -1 to 3 but must lie in \[0, 100\)"),
+    (torch.tensor([[1.0, 2.0]]), TypeError, r"input_ids must hold integer token ids .* dtype torch.float32"),
+    (torch.zeros(0, 4, dtype=torch.long), ValueError, r"input_ids is an empty batch \(shape \(0, 4\)"),
+    (torch.zeros(2, 0, dtype=torch.long), ValueError, r"input_ids holds sequences of length 0"),
+    (torch.tensor([1, 2]), ValueError, r"input_ids must be \(B, T\), got shape \(2,\)"),
+]
+
+
+@pytest.mark.parametrize("ids, error, message", BAD_IDS)
+def test_bert_names_the_bad_argument(ids, error, message):
+    model = BertForPreTraining(BertConfig.named("tiny", vocab_size=100, max_len=16))
+    with pytest.raises(error, match=message):
+        model(ids)
+
+
+def test_bert_labels_and_segments_are_checked():
+    model = BertForPreTraining(BertConfig.named("tiny", vocab_size=100, max_len=16))
+    ids = torch.tensor([[2, 7, 8, 3]])
+    with pytest.raises(ValueError, match=r"token_type_ids holds ids from 0 to 5 but must lie in \[0, 2\)"):
+        model(ids, torch.tensor([[0, 0, 1, 5]]))
+    with pytest.raises(ValueError, match=r"mlm_labels holds labels from 7 to 300 .* \(or -100, ignored\)"):
+        model(ids, mlm_labels=torch.tensor([[-100, 7, 300, -100]]))
+    with pytest.raises(ValueError, match=r"nsp_labels holds labels from 0 to 2 but must lie in \[0, 2\)"):
+        model(ids.repeat(2, 1), nsp_labels=torch.tensor([0, 2]))
+    out = model(ids, mlm_labels=torch.tensor([[-100, 7, -100, -100]]), nsp_labels=torch.tensor([1]))
+    assert torch.isfinite(out["loss"])
+
+
+def test_transformer_checks_source_and_target():
+    cfg = TransformerConfig.preset("smoke", src_vocab=50, tgt_vocab=40)
+    model = cfg.build()
+    src, tgt_in, tgt_out = cfg.example_batch()
+    with pytest.raises(ValueError, match=r"src holds ids .* must lie in \[0, 50\)"):
+        model(src + 1000, tgt_in, tgt_out)
+    with pytest.raises(ValueError, match=r"tgt_in holds ids .* must lie in \[0, 40\)"):
+        model(src, tgt_in + 1000, tgt_out)
+    with pytest.raises(ValueError, match=r"tgt_out holds labels .* must lie in \[0, 40\)"):
+        model(src, tgt_in, tgt_out + 1000)
+    with pytest.raises(TypeError, match="src must hold integer token ids"):
+        model(src.float(), tgt_in, tgt_out)
+
+
+def test_the_checks_themselves():
+    check_ids(torch.zeros(0, 3, dtype=torch.long), "x", 5, allow_empty=True)
+    check_labels(torch.tensor([-100, -100]), "y", 3, ignore_index=-100)  # nothing predicted: fine
+    with pytest.raises(TypeError, match="y must be integer class ids"):
+        check_labels(torch.tensor([0.0]), "y", 3)
+    with pytest.raises(ValueError, match="y is empty"):
+        check_labels(torch.zeros(0, dtype=torch.long), "y", 3)
+    with pytest.raises(TypeError, match="x must be a tensor"):
+        check_ids([1, 2], "x", 5)
+
+
+def test_vocab_save_names_a_token_utf8_cannot_hold(tmp_path):
+    vocab = Vocab.build([["a", "\udc80x", "b"]], unk=None, min_freq=1)
+    with pytest.raises(ValueError, match=r"token \d \('\\udc80x'\) cannot be written as UTF-8"):
+        vocab.save(tmp_path / "v.json")
+    assert not list(tmp_path.iterdir())  # nothing half-written
