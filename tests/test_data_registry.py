@@ -11,11 +11,13 @@ import dataclasses
 import gzip
 import hashlib
 import io
+import os
 import re
 import socket
 import stat
 import tarfile
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -87,18 +89,31 @@ def entry(name: str, files: list[LocalFile], *downloads: Download) -> Dataset:
     )
 
 
+def is_lock(path: Path) -> bool:
+    """A dataset's lock file ``<cache root>/.<name>.lock``: empty, left in place on purpose (deleting a lock file
+    while another process waits on it would let a third take the lock at the same time)."""
+    return path.name.startswith(".") and path.name.endswith(".lock") and path.is_file() and path.stat().st_size == 0
+
+
 def leftovers(root: Path) -> list[str]:
-    """Everything in the cache root (recursively): must be empty after a failure."""
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.exists() else []
+    """Everything in the cache root (recursively) but the lock files: must be empty after a failure."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if not is_lock(p)) if root.exists() else []
+
+
+def listing(root: Path) -> list[str]:
+    """The names in the cache root, lock files left out."""
+    return sorted(p.name for p in root.iterdir() if not is_lock(p))
 
 
 # ---------------------------------------------------------------------------------------------- the server
 class _Site:
-    """What the server serves: ``files`` normally, ``cut`` with a Content-Length longer than the body."""
+    """What the server serves: ``files`` normally, ``cut`` with a Content-Length longer than the body, ``slow`` in
+    blocks of ``(blob, block size, seconds between blocks)`` -- for killing a client mid-transfer."""
 
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
         self.cut: dict[str, bytes] = {}
+        self.slow: dict[str, tuple[bytes, int, float]] = {}
         self.requests: list[str] = []
 
 
@@ -122,6 +137,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
             self.wfile.flush()
             self.close_connection = True
+        elif self.path in site.slow:
+            body, block, pause = site.slow[self.path]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for start in range(0, len(body), block):
+                    self.wfile.write(body[start:start + block])
+                    self.wfile.flush()
+                    time.sleep(pause)
+            except OSError:  # the client was killed mid-transfer
+                self.close_connection = True
         else:
             self.send_error(404, "Not Found")
 
@@ -150,6 +178,10 @@ class Server:
         self.site.cut[route] = blob
         return self.url(route)
 
+    def serve_slow(self, route: str, blob: bytes, block: int, pause: float) -> str:
+        self.site.slow[route] = (blob, block, pause)
+        return self.url(route)
+
     def stop(self) -> None:
         if self.running:
             self.httpd.shutdown()
@@ -170,6 +202,16 @@ def dead_url() -> Iterator[str]:
     """A URL on 127.0.0.1 whose port is bound but not listening: connecting is refused at once."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/data.zip"
+    sock.close()
+
+
+@pytest.fixture
+def silent_url() -> Iterator[str]:
+    """A URL on 127.0.0.1 whose server accepts connections (the kernel completes them) and never answers."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
     yield f"http://127.0.0.1:{sock.getsockname()[1]}/data.zip"
     sock.close()
 
@@ -198,7 +240,7 @@ def test_zip_download_extracts_verifies_and_then_hits_cache_offline(server: Serv
     assert folder == cache / "zipped"
     assert (folder / "a.txt").read_bytes() == A and (folder / "sub" / "b.txt").read_bytes() == B
     assert not (folder / "unused.txt").exists() and not (folder / "pkg.zip").exists()
-    assert sorted(p.name for p in cache.iterdir()) == ["zipped"]  # no temp folder, no download left over
+    assert listing(cache) == ["zipped"]  # no temp folder, no download left over
     assert server.site.requests == ["/pkg.zip"]
 
     server.stop()  # second call: cache hit, no network
@@ -265,7 +307,7 @@ def test_mirror_is_copied_and_verified_without_network(tmp_path: Path, dead_url:
     folder = data.path(ds)
     assert (folder / "sub" / "b.txt").read_bytes() == B
     assert not (folder / "SOURCE.md").exists()
-    assert sorted(p.name for p in cache.iterdir()) == ["mirrored"]
+    assert listing(cache) == ["mirrored"]
 
 
 # ---------------------------------------------------------------------------------------- download failures
@@ -339,6 +381,25 @@ def test_offline_without_mirror_says_what_to_do(dead_url: str, cache: Path) -> N
     assert leftovers(cache) == []
 
 
+def test_a_server_that_never_answers_times_out_and_says_so(silent_url: str, cache: Path, capfd: pytest.CaptureFixture,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A network that accepts and never answers used to take 60 s per address, silently. The wait is now set by
+    SHOULDERS_DOWNLOAD_TIMEOUT, a line on stderr names the URL after min(5 s, timeout / 2), the error says why."""
+    monkeypatch.setenv("SHOULDERS_DOWNLOAD_TIMEOUT", "1")
+    second = silent_url.replace("/data.zip", "/copy/data.zip")
+    ds = entry("silent", [local("a.txt", A)], Download(
+        urls=(silent_url, second), filename="data.zip", format="zip", members=(Member("a.txt", "a.txt"),)))
+    with pytest.raises(DownloadError) as err:
+        data.path(ds)
+    message = str(err.value)
+    for url in (silent_url, second):
+        assert f"silent: no answer from {url} within 1 s (SHOULDERS_DOWNLOAD_TIMEOUT=1)" in message, message
+    said = capfd.readouterr().err  # one line per address, half-way through its wait
+    assert any(f"silent: no answer yet from {url} after 0.5 s; waiting up to 1 s (SHOULDERS_DOWNLOAD_TIMEOUT=1)"
+               in said for url in (silent_url, second)), said
+    assert leftovers(cache) == []
+
+
 # ------------------------------------------------------------------------------------------ mirror failures
 def test_corrupt_mirror_file_is_named(tmp_path: Path, dead_url: str, cache: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
@@ -389,21 +450,37 @@ def _snapshot(folder: Path) -> dict[str, bytes | None]:
     return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else None) for p in sorted(folder.rglob("*"))}
 
 
-@pytest.mark.parametrize("layout", ["same folder", "cache inside mirror", "mirror inside cache"])
+OVERLAPS = ["same folder", "cache inside mirror", "mirror inside cache", "cache is a link to the mirror",
+            "relative cache path", "mirror given with a trailing slash", "dataset folder links into the mirror"]
+
+
+@pytest.mark.parametrize("layout", OVERLAPS)
 def test_mirror_is_never_written_even_when_it_overlaps_the_cache(tmp_path: Path, dead_url: str, layout: str,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """With SHOULDERS_DATA and SHOULDERS_DATA_MIRROR on one folder, path() used to write its stamp into the mirror's
-    dataset folder -- and to delete a folder there whose (older) stamp disagreed. Any overlap is now refused."""
+    dataset folder -- and to delete a folder there whose (older) stamp disagreed. Any overlap is now refused, also
+    when it only shows after resolving a link or a relative path, and when a dataset folder in the cache is a link
+    to the mirror's copy (that one used to get a stamp written into the mirror)."""
     mirror = tmp_path / "outer" / "shared" if layout == "mirror inside cache" else tmp_path / "shared"
-    root = {"same folder": mirror, "cache inside mirror": mirror / "cache", "mirror inside cache": mirror.parent}
     (mirror / "good").mkdir(parents=True)
     (mirror / "good" / "a.txt").write_bytes(A)
     (mirror / "stale").mkdir()
     (mirror / "stale" / "a.txt").write_bytes(B)  # not what the entry says, under a stamp as an older run wrote it
     (mirror / "stale" / ".shoulders-stamp.json").write_text(
         '{"format": 1, "dataset": "stale", "fingerprint": "0", "source": "an older run", "files": {}}\n')
-    monkeypatch.setenv("SHOULDERS_DATA", str(root[layout]))
-    monkeypatch.setenv("SHOULDERS_DATA_MIRROR", str(mirror))
+    monkeypatch.chdir(tmp_path)
+    root = {"same folder": str(mirror), "cache inside mirror": str(mirror / "cache"),
+            "mirror inside cache": str(mirror.parent), "cache is a link to the mirror": str(tmp_path / "link"),
+            "relative cache path": "shared", "mirror given with a trailing slash": str(mirror),
+            "dataset folder links into the mirror": str(tmp_path / "cache")}[layout]
+    if layout == "cache is a link to the mirror":
+        (tmp_path / "link").symlink_to(mirror, target_is_directory=True)
+    if layout == "dataset folder links into the mirror":
+        for name in ("good", "stale"):
+            (tmp_path / "cache").mkdir(exist_ok=True)
+            (tmp_path / "cache" / name).symlink_to(mirror / name, target_is_directory=True)
+    monkeypatch.setenv("SHOULDERS_DATA", root)
+    monkeypatch.setenv("SHOULDERS_DATA_MIRROR", str(mirror) + ("/" if "trailing slash" in layout else ""))
     before = _snapshot(tmp_path)
     for name in ("good", "stale"):
         ds = entry(name, [local("a.txt", A)], Download(urls=(dead_url,), filename="a.txt", format="file",
@@ -413,11 +490,50 @@ def test_mirror_is_never_written_even_when_it_overlaps_the_cache(tmp_path: Path,
         assert "SHOULDERS_DATA" in str(err.value) and "outside the mirror" in str(err.value)
     assert _snapshot(tmp_path) == before
 
-    monkeypatch.setenv("SHOULDERS_DATA", str(tmp_path / "cache"))  # apart, the mirror is read and left as it was
+    monkeypatch.setenv("SHOULDERS_DATA", str(tmp_path / "apart"))  # apart, the mirror is read and left as it was
     good = entry("good", [local("a.txt", A)], Download(urls=(dead_url,), filename="a.txt", format="file",
                                                        keep_as="a.txt"))
     assert (data.path(good) / "a.txt").read_bytes() == A
-    assert {k: v for k, v in _snapshot(tmp_path).items() if not k.startswith("cache")} == before
+    assert {k: v for k, v in _snapshot(tmp_path).items() if not k.startswith("apart")} == before
+
+
+def test_unreadable_mirror_file_is_blamed_on_the_mirror(tmp_path: Path, dead_url: str, cache: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mirror file that cannot be read used to be reported as a cache that cannot be written ("could not write
+    to ...: Permission denied ... set SHOULDERS_DATA to another folder"). It is a MirrorError naming the file."""
+    mirror = tmp_path / "mirror"
+    (mirror / "locked").mkdir(parents=True)
+    (mirror / "locked" / "a.txt").write_bytes(A)
+    (mirror / "locked" / "b.txt").write_bytes(B)
+    bad = mirror / "locked" / "b.txt"
+    monkeypatch.setenv("SHOULDERS_DATA_MIRROR", str(mirror))
+    unreadable(bad, monkeypatch)
+    ds = entry("locked", [local("a.txt", A), local("b.txt", B)], Download(
+        urls=(dead_url,), filename="data.zip", format="zip", members=(Member("a", "a.txt"), Member("b", "b.txt"))))
+    with pytest.raises(MirrorError) as err:
+        data.path(ds)
+    message = str(err.value)
+    assert not isinstance(err.value, CacheError) and "SHOULDERS_DATA=" not in message, message
+    assert f"cannot read the mirror file {bad} (Permission denied)" in message and "SHOULDERS_DATA_MIRROR" in message
+    assert leftovers(cache) == []
+
+
+def unreadable(file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``file`` unreadable to the package: chmod 000, or -- as root, who reads it anyway -- make opening it
+    fail as it would (``PermissionError``) for the mirror's reader."""
+    if hasattr(os, "geteuid") and os.geteuid() != 0:
+        file.chmod(0)
+        return
+    import shoulders.data.mirror as mirror_module
+
+    real_open = open
+
+    def guarded_open(path, *args, **kwargs):
+        if Path(path) == file:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(mirror_module, "open", guarded_open, raising=False)
 
 
 # ---------------------------------------------------------------------------------------- published checksums
@@ -463,8 +579,11 @@ def test_full_only_dataset_offline_names_the_scale_that_needs_it(name: str, dead
 
 
 # ------------------------------------------------------------------------------------------- unsafe archives
-@pytest.mark.parametrize("evil", ["../evil.txt", "sub/../../evil.txt", "ABSOLUTE", "..\\evil.txt", "link"])
-def test_zip_with_escaping_member_is_refused(server: Server, cache: Path, tmp_path: Path, evil: str) -> None:
+@pytest.mark.parametrize("evil", ["../evil.txt", "sub/../../evil.txt", "ABSOLUTE", "..\\evil.txt", "link",
+                                  "C:/evil.txt", "C:evil.txt"])
+def test_zip_with_escaping_member_is_refused(server: Server, cache: Path, tmp_path: Path, evil: str,
+                                             fault_tally) -> None:
+    fault_tally.add("data: hostile archives", faults=1, runs=1)
     members = {"a.txt": A}
     links = {}
     if evil == "link":
@@ -486,13 +605,18 @@ def _tar_special(kind: str, tmp_path: Path) -> tuple[dict[str, bytes], list[tarf
     if kind == "dotdot":
         return {"../../evil.txt": b"pwned"}, []
     info = tarfile.TarInfo("evil.txt")
+    if kind in ("fifo", "device"):
+        info.type = tarfile.FIFOTYPE if kind == "fifo" else tarfile.CHRTYPE
+        return {}, [info]
     info.type = tarfile.SYMTYPE if kind == "symlink" else tarfile.LNKTYPE
     info.linkname = str(tmp_path / "evil-target") if kind == "symlink" else "../../evil-target"
     return {}, [info]
 
 
-@pytest.mark.parametrize("kind", ["absolute", "dotdot", "symlink", "hardlink"])
-def test_tar_with_escaping_member_is_refused(server: Server, cache: Path, tmp_path: Path, kind: str) -> None:
+@pytest.mark.parametrize("kind", ["absolute", "dotdot", "symlink", "hardlink", "fifo", "device"])
+def test_tar_with_escaping_member_is_refused(server: Server, cache: Path, tmp_path: Path, kind: str,
+                                             fault_tally) -> None:
+    fault_tally.add("data: hostile archives", faults=1, runs=1)
     extra, specials = _tar_special(kind, tmp_path)
     blob = make_tar({"a.txt": A, **extra}, specials)
     url = server.serve("/evil.tar.gz", blob)
@@ -505,7 +629,20 @@ def test_tar_with_escaping_member_is_refused(server: Server, cache: Path, tmp_pa
     assert leftovers(cache) == []
 
 
-def test_missing_member_and_unreadable_archive(server: Server, cache: Path) -> None:
+def test_oversized_member_is_refused_before_it_is_written(server: Server, cache: Path, fault_tally) -> None:
+    """A zip bomb: 20 MB of zeros (20 kB compressed) where the registry expects 600 bytes. Extraction stops one
+    byte past the expected size; nothing is kept."""
+    fault_tally.add("data: hostile archives", faults=1, runs=1)
+    url = server.serve("/bomb.zip", make_zip({"a.txt": bytes(20 * 2**20)}))
+    ds = entry("bomb", [local("a.txt", A)], Download(
+        urls=(url,), filename="bomb.zip", format="zip", members=(Member("a.txt", "a.txt"),)))
+    with pytest.raises(ChecksumError, match=r"bomb: archive member 'a\.txt' is larger than the expected 600 bytes"):
+        data.path(ds)
+    assert leftovers(cache) == []
+
+
+def test_missing_member_and_unreadable_archive(server: Server, cache: Path, fault_tally) -> None:
+    fault_tally.add("data: hostile archives", faults=2, runs=2)
     url = server.serve("/other.zip", make_zip({"b.txt": B}))
     ds = entry("nomember", [local("a.txt", A)], Download(
         urls=(url,), filename="other.zip", format="zip", members=(Member("a.txt", "a.txt"),)))
@@ -673,4 +810,4 @@ def test_download_paths_rebuild_the_mirror_layout(server: Server, cache: Path) -
                 assert sha256(gzip.decompress(produced)) == item.content_sha256
             else:
                 assert sha256(produced) == item.sha256, (name, item.name)
-    assert sorted(p.name for p in cache.iterdir()) == sorted(n for n in data.names() if data.info(n).mirrored)
+    assert listing(cache) == sorted(n for n in data.names() if data.info(n).mirrored)

@@ -19,6 +19,11 @@ goes wrong, and what to do), :mod:`~shoulders.data.local` (cache root, stamps, c
 mirror), :mod:`~shoulders.data.provide` (cache, else mirror, else download), :mod:`~shoulders.data.registry`
 (the entries by name). Every failure is a :class:`DatasetError` whose message says what to do. To use a dataset
 the registry does not know, build a :class:`Dataset` and pass it to :func:`path`.
+
+Settings (environment variables; an empty value counts as unset, a bad one is an error naming the variable):
+``SHOULDERS_DATA`` -- the cache folder (created if missing); ``SHOULDERS_DATA_MIRROR`` -- a read-only offline copy
+laid out like the book's ``shared/data`` (it may not overlap the cache); ``SHOULDERS_DOWNLOAD_TIMEOUT`` -- seconds
+to wait for a server that does not answer (default 60, per address).
 """
 from __future__ import annotations
 

@@ -3,59 +3,83 @@
 :func:`provide` does the work behind :func:`shoulders.data.path` for an entry (``path`` adds the lookup by name);
 the dataset readers call it through :func:`folder` / :func:`local_file`, which also accept an explicit ``root``.
 
-1. **Cache hit**: ``<cache root>/<name>/`` with a stamp that matches the registry and the files' sizes.
-   A folder without a (matching) stamp is re-hashed in full; if every file checks out it is adopted.
-2. **Mirror**: ``SHOULDERS_DATA_MIRROR/<name>/`` -- each file copied, hashed and compared.
-3. **Download**: each canonical URL with pooch, checksum verified, archives extracted safely, results verified.
+1. **Cache hit**: ``<cache root>/<name>/`` with a stamp that matches the registry and the files -- their sizes,
+   and by default their sha256 (:func:`~shoulders.data.local.stamp_matches`). This check only reads.
+2. Otherwise, **under the dataset's lock** (:func:`shoulders._lock.exclusive` on ``<cache root>/.<name>.lock``;
+   a second process waits, saying so, then finds the work done): a folder without a (matching) stamp is re-hashed
+   in full and adopted if every file checks out; a stamped copy that no longer matches is moved aside in one
+   rename and deleted; a folder shoulders did not make is left alone (:class:`CacheError`). Temporary folders
+   that killed processes left behind are deleted (holding the lock, nobody else can be using them).
+3. **Mirror**: ``SHOULDERS_DATA_MIRROR/<name>/`` -- each file copied, hashed and compared.
+4. **Download**: each canonical URL with pooch, checksum verified, archives extracted safely, results verified.
 
-Steps 2 and 3 build the folder inside a temporary folder next to the cache and rename it into place only
+Steps 3 and 4 build the folder inside a temporary folder next to the cache and rename it into place only
 when complete and verified, so a failure -- offline, HTTP error, cut-off transfer, checksum mismatch,
-unsafe archive -- leaves nothing behind but raises a :class:`~shoulders.data.errors.DatasetError` saying what
-to do. The mirror is only ever read (:func:`~shoulders.data.mirror.refuse_overlap`).
+unsafe archive, a process killed at any moment -- leaves nothing partial at ``<cache root>/<name>/`` and
+raises a :class:`~shoulders.data.errors.DatasetError` naming the real cause: a mirror file that cannot be read
+is a :class:`~shoulders.data.errors.MirrorError` naming that file, a cache that cannot be written a
+:class:`~shoulders.data.errors.CacheError` naming the cache folder. The mirror is only ever read
+(:func:`~shoulders.data.mirror.refuse_overlap`). A cache that cannot be written but already holds a good copy
+(e.g. a classroom's shared read-only cache) is used as it is.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
+from .._lock import exclusive
 from .entry import Dataset, LocalFile
 from .errors import ENV_MIRROR, CacheError, DatasetError
-from .local import ENV_CACHE, FileRecord, cache_root, full_check, quick_check, read_stamp, write_stamp
+from .local import (
+    ENV_CACHE, STAMP, FileRecord, cache_origin, cache_root, full_check, read_stamp, stamp_matches, write_stamp,
+)
 from .mirror import fill_from_mirror, mirror_root, refuse_overlap
 from .remote import fill_from_downloads
 
-__all__ = ["Root", "folder", "local_file", "provide"]
+__all__ = ["Root", "folder", "local_file", "lock_path", "provide"]
 
 Root = str | os.PathLike | None
-
-_STALE_S = 24 * 3600  # temporary folders older than this were left by a killed process
 
 
 def _temp_prefix(entry: Dataset) -> str:
     return f".{entry.name}.tmp-"
 
 
-def _sweep_stale(root: Path, entry: Dataset) -> None:
-    """Remove temporary folders a killed process left behind (old enough not to be in use)."""
-    now = time.time()
+def lock_path(root: Path, entry: Dataset) -> Path:
+    """The lock file that serialises filling and repairing ``entry``'s folder in the cache ``root``."""
+    return root / f".{entry.name}.lock"
+
+
+def _sweep(root: Path, entry: Dataset, place: Path) -> None:
+    """Delete what killed processes left behind: ``entry``'s temporary folders in ``root`` and half-written stamps
+    in ``place``. Only called holding the dataset's lock, so no living process is using any of them."""
     for stale in root.glob(_temp_prefix(entry) + "*"):
-        try:
-            if now - stale.stat().st_mtime > _STALE_S:
-                shutil.rmtree(stale, ignore_errors=True)
-        except OSError:
-            pass
+        shutil.rmtree(stale, ignore_errors=True)
+    if place.is_dir() and not place.is_symlink():
+        for torn in place.glob(f".{STAMP}.*.tmp"):
+            torn.unlink(missing_ok=True)
 
 
-def _existing(entry: Dataset, place: Path, verify: bool) -> bool:
-    """True if ``place`` is a good copy (stamping it if needed); False if it is ours but bad (then removed)."""
+def _discard(root: Path, entry: Dataset, place: Path) -> None:
+    """Remove ``place`` atomically: one rename into a temporary folder (nobody sees it half-deleted), then delete."""
+    aside = Path(tempfile.mkdtemp(dir=root, prefix=_temp_prefix(entry)))
+    os.rename(place, aside / entry.name)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _settle(entry: Dataset, root: Path, place: Path, verify: bool | None) -> bool:
+    """Holding the lock: True if ``place`` is a good copy (stamping it if needed); False if there is none now
+    (absent, or ours but bad -- then discarded). A folder shoulders did not make that fails is left alone."""
+    if not (place.exists() or place.is_symlink()):
+        return False
+    if stamp_matches(entry, place, full=verify):
+        return True  # another process repaired it while this one waited
     if not place.is_dir():
         raise CacheError(f"{entry.name}: {place} exists but is not a folder. Remove it and call again.")
-    if not verify and quick_check(entry, place):
-        return True
     stamp = read_stamp(place)
     records, problems = full_check(entry, place)
     if not problems:
@@ -67,8 +91,8 @@ def _existing(entry: Dataset, place: Path, verify: bool) -> bool:
             "It was not made by shoulders, so it is left alone: delete it (or put the right files there) and call "
             "again.")
     warnings.warn(f"{entry.name}: the cached copy in {place} no longer matches the registry "
-                  f"({'; '.join(problems)}); fetching it again.", stacklevel=4)
-    shutil.rmtree(place)
+                  f"({'; '.join(problems)}); fetching it again.", stacklevel=6)
+    _discard(root, entry, place)
     return False
 
 
@@ -92,41 +116,70 @@ def _publish(entry: Dataset, build: Path, place: Path) -> None:
     try:
         build.rename(place)
     except OSError as err:
-        if place.is_dir() and quick_check(entry, place):
+        if place.is_dir() and stamp_matches(entry, place, full=False):
             return
         raise CacheError(f"{entry.name}: could not move the finished folder to {place}: {err}") from err
 
 
-def provide(entry: Dataset, *, verify: bool = False) -> Path:
-    """The local folder holding ``entry``'s files, verified against the entry (see :func:`shoulders.data.path`).
+def _read_only(entry: Dataset, root: Path, place: Path, err: OSError) -> Path:
+    """The cache cannot be written (no lock, no folder): use a good copy already there, else say so."""
+    with contextlib.suppress(OSError):
+        if place.is_dir() and not full_check(entry, place)[1]:
+            return place
+    raise CacheError(f"{entry.name}: cannot write to the cache folder {root} ({cache_origin()}): "
+                     f"{err.strerror or err}. Set {ENV_CACHE} to a writable folder.") from err
 
-    ``verify=True`` re-hashes every cached file instead of trusting the stamp and sizes. Raises
-    :class:`~shoulders.data.errors.MirrorError` if the cache root and ``SHOULDERS_DATA_MIRROR`` overlap.
-    """
-    root = cache_root()
-    refuse_overlap(root)
-    target = root / entry.name
+
+def _build(entry: Dataset, root: Path, place: Path, verify: bool | None) -> Path:
+    """Holding the lock: settle what is at ``place``, else build the folder from the mirror or downloads."""
     try:
-        if target.exists() and _existing(entry, target, verify):
-            return target
-        root.mkdir(parents=True, exist_ok=True)
-        _sweep_stale(root, entry)
+        _sweep(root, entry, place)
+        if _settle(entry, root, place, verify):
+            return place
+    except OSError as err:
+        raise CacheError(f"{entry.name}: cannot check or replace the cached copy {place} ({cache_origin()}): "
+                         f"{err}. Fix its permissions, or delete it and call again.") from err
+    try:
         work = Path(tempfile.mkdtemp(dir=root, prefix=_temp_prefix(entry)))
     except OSError as err:
-        raise CacheError(f"{entry.name}: cannot use the cache folder {root}: {err}. Set {ENV_CACHE} to a "
-                         "writable folder.") from err
+        raise CacheError(f"{entry.name}: cannot write to the cache folder {root} ({cache_origin()}): {err}. "
+                         f"Set {ENV_CACHE} to a writable folder.") from err
     try:
         build = work / entry.name
         build.mkdir()
         records, source = _fill(entry, root, build, work / "download")
         write_stamp(entry, build, records, source)
-        _publish(entry, build, target)
+        _publish(entry, build, place)
     except OSError as err:
-        raise CacheError(f"{entry.name}: could not write to {work}: {err}. Check free space and permissions, "
-                         f"or set {ENV_CACHE} to another folder.") from err
+        raise CacheError(f"{entry.name}: could not write to {work} in the cache folder ({cache_origin()}): {err}. "
+                         f"Check free space and permissions, or set {ENV_CACHE} to another folder.") from err
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return target
+    return place
+
+
+def provide(entry: Dataset, *, verify: bool | None = None) -> Path:
+    """The local folder holding ``entry``'s files, verified against the entry (see :func:`shoulders.data.path`).
+
+    ``verify=None`` (default) re-hashes every cached file against its stamp when the dataset is at most
+    :data:`~shoulders.data.local.FULL_CHECK_BYTES` (every dataset the book reads at ``smoke`` and ``cpu``), else
+    compares sizes; ``verify=True`` always re-hashes; ``verify=False`` only compares sizes (a same-size change
+    then goes unnoticed). Raises :class:`~shoulders.data.errors.MirrorError` if the cache root and
+    ``SHOULDERS_DATA_MIRROR`` overlap. Processes asking for the same dataset at once take turns.
+    """
+    root = cache_root()
+    place = root / entry.name
+    refuse_overlap(root, place)
+    if stamp_matches(entry, place, full=verify):
+        return place
+    with contextlib.ExitStack() as stack:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(exclusive(lock_path(root, entry), wait_message=(
+                f"{entry.name}: another process is preparing {place}; waiting for it to finish ...")))
+        except OSError as err:
+            return _read_only(entry, root, place, err)
+        return _build(entry, root, place, verify)
 
 
 def folder(entry: Dataset, root: Root = None) -> Path:

@@ -3,7 +3,8 @@
 * **Fetch** -- a by-hand copy in ``<cache root>/downloads/`` if present, else pooch over HTTP (its
   :class:`pooch.HTTPDownloader` with a tqdm bar); size and published checksum are checked here, so a failure says
   exactly which file, which algorithm and which digests. Files go into the caller's temporary build folder,
-  which the caller deletes on any failure.
+  which the caller deletes on any failure. A server that does not answer is given ``SHOULDERS_DOWNLOAD_TIMEOUT``
+  seconds (default 60) per address, and a line on stderr says so after a few seconds without a byte.
 * **Extract** -- only the listed members, only into the target folder. An archive is refused as a whole
   (before anything is written) if any member name is absolute, has a drive letter or a ``..`` component, or if
   any member is a link (tar symlink/hardlink, zip symlink) or a device. Members are copied by hand -- never with
@@ -15,11 +16,14 @@
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import re
 import shutil
 import stat
+import sys
 import tarfile
+import threading
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -27,12 +31,17 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from .entry import Check, Dataset, Download, LocalFile, Member
-from .errors import ArchiveError, ChecksumError, DownloadError, manual_path, what_to_do
+from .errors import ENV_MIRROR, ArchiveError, CacheError, ChecksumError, DownloadError, manual_path, what_to_do
 from .local import FileRecord, check_file, copy_hashing, file_digest
 
-__all__ = ["extract", "fetch", "fill_from_downloads", "http_get", "unsafe_reason", "verify_download"]
+__all__ = [
+    "ENV_TIMEOUT", "TIMEOUT_S", "download_timeout", "extract", "fetch", "fill_from_downloads", "http_get",
+    "unsafe_reason", "verify_download",
+]
 
-TIMEOUT_S = 60
+ENV_TIMEOUT = "SHOULDERS_DOWNLOAD_TIMEOUT"
+TIMEOUT_S = 60.0  # seconds to wait for a server to connect or to send the next bytes (per address)
+NOTICE_S = 5.0  # after this long without a byte, say on stderr what is happening
 CHUNK = 1 << 16
 
 
@@ -43,27 +52,70 @@ def _reason(err: Exception) -> str:
     return found.group(0).strip() if found else type(err).__name__
 
 
+def download_timeout() -> float:
+    """Seconds to wait for a server to connect or to send more bytes: ``SHOULDERS_DOWNLOAD_TIMEOUT`` if set (an
+    empty value counts as unset), else :data:`TIMEOUT_S`. A value that is not a positive number of seconds raises
+    :class:`DownloadError` naming the variable."""
+    raw = os.environ.get(ENV_TIMEOUT, "").strip()
+    if not raw:
+        return TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise DownloadError(f"{ENV_TIMEOUT}={raw!r} is not a usable timeout: give the seconds to wait for a server "
+                            f"to answer, a number above 0 (e.g. `export {ENV_TIMEOUT}=20`), or unset it for the "
+                            f"default of {TIMEOUT_S:g} s.")
+    return value
+
+
+def _timeout_origin() -> str:
+    configured = os.environ.get(ENV_TIMEOUT, "").strip()
+    return f"{ENV_TIMEOUT}={configured}" if configured else f"the default; set {ENV_TIMEOUT} to change it"
+
+
 def http_get(entry: Dataset, url: str, target: Path) -> None:
-    """Download ``url`` to ``target`` with pooch and a tqdm progress bar; raise :class:`DownloadError` on failure."""
+    """Download ``url`` to ``target`` with pooch and a tqdm progress bar; raise :class:`DownloadError` on failure.
+
+    The server gets :func:`download_timeout` seconds to connect and to send each next block; if no byte has come
+    after ``min(5 s, timeout / 2)``, a line on stderr names the URL and the wait.
+    """
+    timeout = download_timeout()
     import pooch
     import requests
     from tqdm.auto import tqdm
 
     # Our own tqdm bar (pooch fills in the total and updates it) so it is closed even when the transfer fails.
     progress = tqdm(total=0, unit="B", unit_scale=True, desc=f"{entry.name}: {target.name}", leave=True)
-    downloader = pooch.HTTPDownloader(progressbar=progress, chunk_size=CHUNK, timeout=TIMEOUT_S)
+    downloader = pooch.HTTPDownloader(progressbar=progress, chunk_size=CHUNK, timeout=timeout)
+    delay = min(NOTICE_S, timeout / 2)
+
+    def notice() -> None:
+        if progress.n == 0:
+            print(f"{entry.name}: no answer yet from {url} after {delay:g} s; waiting up to {timeout:g} s "
+                  f"({_timeout_origin()}). Offline? Set {ENV_MIRROR} to an offline copy instead.",
+                  file=sys.stderr, flush=True)
+
+    watch = threading.Timer(delay, notice)
+    watch.daemon = True
+    watch.start()
     try:
         downloader(url, str(target), None)
     except requests.exceptions.HTTPError as err:
         status = err.response.status_code if err.response is not None else "error"
         raise DownloadError(f"{entry.name}: {url} answered HTTP {status}") from err
-    except requests.exceptions.ConnectionError as err:
+    except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as err:
+        if isinstance(err, requests.exceptions.Timeout) or "timed out" in str(err):
+            raise DownloadError(f"{entry.name}: no answer from {url} within {timeout:g} s "
+                                f"({_timeout_origin()}); the network or the server is not responding") from err
         raise DownloadError(f"{entry.name}: could not connect to {url} (offline, or the server is down: "
                             f"{_reason(err)})") from err
     except requests.exceptions.RequestException as err:
         raise DownloadError(f"{entry.name}: the download of {url} failed or was cut off: "
                             f"{type(err).__name__}: {err}") from err
     finally:
+        watch.cancel()
         progress.close()
 
 
@@ -94,7 +146,12 @@ def fetch(entry: Dataset, download: Download, workdir: Path, root: Path) -> Path
     manual = manual_path(root, download)
     if manual.is_file():
         try:
+            with open(manual, "rb") as handle:  # unreadable: say so here, not later as a cache-write problem
+                handle.read(1)
             verify_download(entry, download, manual, origin=f"the file {manual}")
+        except OSError as err:
+            raise CacheError(f"{entry.name}: cannot read the by-hand download {manual} ({err.strerror or err}). "
+                             "Fix its permissions, or delete it to download again.") from err
         except ChecksumError as err:
             raise ChecksumError(f"{err} Delete or replace {manual} (downloaded by hand from {download.url}).",
                                 file=err.file, algorithm=err.algorithm, expected=err.expected,

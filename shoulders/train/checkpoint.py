@@ -267,7 +267,7 @@ def begin(root: str | os.PathLike, step: int) -> Path:
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     for child in root.iterdir():
-        if child.name.startswith(".tmp-step-") and child.is_dir():
+        if child.name.startswith((".tmp-step-", ".old-step-")) and child.is_dir():
             shutil.rmtree(child, ignore_errors=True)
     tmp = tmp_dir(root, step)
     tmp.mkdir()
@@ -296,8 +296,15 @@ def check_sums(folder: Path) -> None:
     sums = folder / SUMS
     if not sums.exists():
         return
-    for line in sums.read_text(encoding="utf-8").splitlines():
-        digest, _, name = line.partition("  ")
+    try:
+        lines = sums.read_text(encoding="utf-8").splitlines()
+        listed = [line.partition("  ") for line in lines]
+        if not listed or any(len(d) != 64 or not sep or "/" in n for d, sep, n in listed):
+            raise ValueError("not '<sha256>  <name>' lines")
+    except (UnicodeDecodeError, ValueError) as err:
+        raise CheckpointError(f"{sums} is damaged ({err}): the checkpoint folder {folder} cannot be trusted. Nothing "
+                              "was loaded or changed; move the folder away to resume from an older one.") from None
+    for digest, _, name in listed:
         file = folder / name
         if not file.is_file():
             raise CheckpointError(f"{file} is missing (listed in {sums}): the checkpoint folder {folder} is "
@@ -329,8 +336,17 @@ def commit(root: str | os.PathLike, step: int, keep: int = 1, protect: int | Non
     _fsync(root)
     for old_step, folder in checkpoints(root)[:-keep] if keep > 0 else []:
         if old_step != protect:
-            shutil.rmtree(folder, ignore_errors=True)
+            _remove(folder)
     return final
+
+
+def _remove(folder: Path) -> None:
+    """Delete a checkpoint folder so that no half-deleted ``step-*`` folder can ever be seen: first an atomic
+    rename to a hidden name (a kill after it leaves a leftover that :func:`begin` sweeps away), then the files."""
+    hidden = folder.with_name(f".old-{folder.name}")
+    shutil.rmtree(hidden, ignore_errors=True)
+    os.replace(folder, hidden)
+    shutil.rmtree(hidden, ignore_errors=True)
 
 
 def save_checkpoint(root: str | os.PathLike, step: int, model: nn.Module, state: dict[str, Any], keep: int = 1) -> Path:
