@@ -18,15 +18,15 @@ by later chapters), ``shoulders.viz`` (figures and widgets).
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import platform
+import sys
 from typing import Any
-
-import torch
 
 from ._scale import SCALES, ScaleError, scale
 from ._seed import seed
 from ._show import show, source
-from .device import DeviceError, device, set_threads
+from .device import DeviceError, accelerator_possible, device, set_threads
 
 __version__ = "0.1.0"
 __all__ = ["SCALES", "DeviceError", "ScaleError", "device", "scale", "seed", "setup", "show", "source", "__version__"]
@@ -41,25 +41,45 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _torch_version() -> str:
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return str(torch.__version__)
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
 def setup(seed_value: int = 0, threads: int | None = None, quiet: bool = False) -> dict[str, Any]:
     """Prepare a chapter: seed everything, set CPU threads, and print the scale and device in one line.
 
     Returns the facts printed (``scale``, ``device``, ``threads``, ``torch``) so a notebook can record them
     next to its results.
+
+    PyTorch takes seconds to import and a NumPy-only chapter (the n-grams) never needs it, so ``setup`` imports it
+    only to name an accelerator: where one may exist (``SHOULDERS_DEVICE`` names one, a CUDA build of PyTorch
+    sees a GPU driver, or Apple silicon; :func:`shoulders.device.accelerator_possible`). Elsewhere the device is
+    the CPU, and PyTorch's seed and thread count are set the moment it is first imported -- by the chapter, or
+    by a ``shoulders`` module that uses it -- so the numbers a chapter draws do not depend on when that happens.
     """
+    if "torch" not in sys.modules and accelerator_possible():
+        import torch  # noqa: F401  (only to ask which accelerator is there)
+    loaded = "torch" in sys.modules
     facts = {
         "scale": scale(),
-        "device": str(device()),
+        "device": str(device()) if loaded else "cpu",
         "threads": set_threads(threads),
         "seed": seed(seed_value),
-        "torch": torch.__version__,
+        "torch": _torch_version(),
         "python": platform.python_version(),
         "shoulders": __version__,
     }
     if not quiet:
-        gpu = f" ({torch.cuda.get_device_name(0)})" if facts["device"].startswith("cuda") else ""
+        gpu = f" ({sys.modules['torch'].cuda.get_device_name(0)})" if facts["device"].startswith("cuda") else ""
         print(
             f"shoulders {__version__} · scale={facts['scale']} · device={facts['device']}{gpu} · "
-            f"threads={facts['threads']} · torch {facts['torch']} · python {facts['python']}"
+            f"threads={facts['threads']} · torch {facts['torch']}{'' if loaded else ' (loads on first use)'} · "
+            f"python {facts['python']}"
         )
     return facts

@@ -6,11 +6,14 @@
 * ``cpu``   -- a reader's laptop: about 15 minutes per chapter;
 * ``full``  -- one GPU, paper-shaped settings.
 
-Unset, the scale is ``full`` when a CUDA GPU is present and ``cpu`` otherwise.
+Unset, the scale is ``full`` when a CUDA GPU is present and ``cpu`` otherwise (PyTorch is asked only where a GPU
+may be there at all: on a machine without one, choosing the scale does not import it).
 """
 from __future__ import annotations
 
 import os
+
+from .device import cuda_possible
 
 SCALES: tuple[str, ...] = ("smoke", "cpu", "full")
 ENV_VAR = "SHOULDERS_SCALE"
@@ -36,6 +39,8 @@ def scale() -> str:
     raw = os.environ.get(ENV_VAR, "").strip()
     if raw:
         return check_scale(raw, source=f"{ENV_VAR} value")
+    if not cuda_possible():
+        return "cpu"
     import torch
 
     return "full" if torch.cuda.is_available() else "cpu"

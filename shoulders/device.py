@@ -1,23 +1,61 @@
 """Where tensors live: ``cuda`` > ``mps`` > ``cpu``, overridable with ``SHOULDERS_DEVICE``.
 
 Also the few facts the training loop needs about a device: the autocast dtype (bf16 on CUDA, none elsewhere),
-how many CPU threads to use, and whether DataLoader workers may fork.
+how many CPU threads to use, and whether DataLoader workers may fork. PyTorch is imported by the functions that
+need it, not by this module: :func:`accelerator_possible` tells, without importing it, whether there is any
+device to ask PyTorch about.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
+import platform
+import shutil
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+from ._seed import when_torch_loads
+
+if TYPE_CHECKING:
+    import torch
 
 ENV_VAR = "SHOULDERS_DEVICE"
+_GPU_NODES = ("/dev/nvidia0", "/dev/nvidiactl", "/dev/dxg", "/dev/kfd")  # NVIDIA, WSL2, ROCm
 
 
 class DeviceError(RuntimeError):
     """The requested device does not exist on this machine."""
 
 
+def cuda_possible() -> bool:
+    """Whether ``torch.cuda.is_available()`` could be True here, read without importing PyTorch: the installed
+    PyTorch is a CUDA (or ROCm) build, ``CUDA_VISIBLE_DEVICES`` does not hide every GPU, and the machine shows a
+    GPU driver. False means certainly not; True means "ask PyTorch" (:func:`device` does)."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    lib = Path(next(iter(spec.submodule_search_locations))) / "lib"
+    if not (any(lib.glob("*torch_cuda*")) or any(lib.glob("*torch_hip*"))):
+        return False  # a CPU-only build
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return False
+    return any(os.path.exists(node) for node in _GPU_NODES) or shutil.which("nvidia-smi") is not None
+
+
+def accelerator_possible() -> bool:
+    """Whether :func:`device` could be anything but the CPU (``SHOULDERS_DEVICE`` names one, a CUDA GPU may be
+    there, or this is Apple silicon), read without importing PyTorch."""
+    wanted = os.environ.get(ENV_VAR, "").strip().lower()
+    if wanted:
+        return wanted != "cpu"
+    return (sys.platform == "darwin" and platform.machine() == "arm64") or cuda_possible()
+
+
 def _available(kind: str) -> bool:
+    import torch
+
     if kind == "cpu":
         return True
     if kind == "cuda":
@@ -32,8 +70,10 @@ def device() -> torch.device:
 
     ``SHOULDERS_DEVICE`` (``cpu``, ``cuda``, ``cuda:1``, ``mps``) overrides the automatic choice; asking for a
     device this machine lacks is an error rather than a silent fallback, so a reported number always names
-    the hardware it came from.
+    the hardware it came from. Imports PyTorch.
     """
+    import torch
+
     wanted = os.environ.get(ENV_VAR, "").strip().lower()
     if wanted:
         try:
@@ -59,6 +99,8 @@ def autocast_dtype(dev: torch.device | str | None = None) -> torch.dtype | None:
     ``torch.cuda.is_bf16_supported()`` also says yes on older GPUs (a T4, Colab's free GPU) where bf16 is only
     emulated -- slower than fp32 there -- so emulation does not count.
     """
+    import torch
+
     dev = torch.device(dev) if dev is not None else device()
     if dev.type == "cuda" and torch.cuda.is_bf16_supported(including_emulation=False):
         return torch.bfloat16
@@ -79,6 +121,7 @@ def set_threads(n: int | None = None) -> int:
     the cores it actually got, so the default avoids oversubscription: ``SHOULDERS_THREADS`` if set, else the
     cores of ``os.sched_getaffinity`` (the real grant of a container) divided by the number of pytest-xdist
     workers sharing them (``PYTEST_XDIST_WORKER_COUNT``, inherited by the notebook kernels nbval starts).
+    PyTorch gets the number at once if it is loaded, else when it is first imported.
     """
     if n is None and os.environ.get("SHOULDERS_THREADS"):
         try:
@@ -95,5 +138,5 @@ def set_threads(n: int | None = None) -> int:
         except ValueError:
             pass
     n = max(1, int(n))
-    torch.set_num_threads(n)
+    when_torch_loads("threads", lambda torch: torch.set_num_threads(n))
     return n

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from shoulders.models import ngram
+from shoulders.models.ngram_counts import rows_to_words
 
 WORDS = "the a cat dog sat on mat log saw ate big red".split()
 
@@ -74,9 +75,14 @@ def test_arpa_is_valid(tmp_path, counts, method):
             assert w[1:] in entries[k - 1]  # and the suffix is there to back off to
     assert entries[1][("<s>",)][0] == -99  # <s> is never predicted: log10 0
     assert sum(10 ** lp for lp, _, _ in sections[1]) == pytest.approx(1.0, abs=1e-9)
-    # log10 values: the stored bigram equals log10 of the model's probability
-    lp, (a, b), _ = sections[2][5]
-    assert lp == pytest.approx(math.log10(lm.score(b, [a])), abs=1e-12)
+    # log10 values: every stored n-gram equals log10 of the model's probability
+    named = {"</s>": "<eos>"}  # the file calls our end token by the ARPA name
+    for k in (1, 2, 3):
+        for lp, words, _ in sections[k]:
+            w = [named.get(x, x) for x in words]
+            p = lm.score(w[-1], w[:-1])
+            assert lp == pytest.approx(math.log10(p) if p > 0 else -99.0, abs=1e-12), (k, words)
+    assert ("</s>",) in entries[1] and ("<eos>",) not in entries[1]
 
 
 @pytest.mark.parametrize("method", ["mkn", "kn", "katz", "interpolation", "mle"])
@@ -96,6 +102,68 @@ def test_arpa_round_trip_scores_identically(tmp_path, counts, method):
         np.testing.assert_allclose(back.distribution(ctx), lm.distribution(ctx), rtol=1e-12, atol=1e-300)
     test = corpus(5, 30)
     np.testing.assert_allclose(back.token_logprobs(test), lm.token_logprobs(test), rtol=1e-12)
+
+
+def test_format_decimals_matches_printf():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([-rng.random(5000) * 5, -rng.random(2000) * 1e-3, -rng.random(500) * 99, rng.random(500) * 3,
+                        [-99.0, 0.0, -0.0, -1.0, -10.0, -0.1, 5.5, 123.456, -1e-05, -3.2e-07, -1e-300, 1234.5]])
+    with np.errstate(divide="ignore"):
+        e = np.floor(np.log10(np.abs(x)))
+    for digits in (17, 12, 7, 3, 1):
+        m = ngram.format_decimals(x, digits)
+        text = [bytes(row[row != 0]).decode() for row in m]
+        got, want = np.array([float(t) for t in text]), np.array([float(f"%.{digits}g" % v) for v in x])
+        exact = (x == 0) | ((e >= digits - 23) & (e <= digits - 1))  # where 10**(digits - 1 - e) is a float64
+        assert np.array_equal(got[exact], want[exact]), digits  # correctly rounded, as printf
+        np.testing.assert_allclose(got, x, rtol=10.0 ** (1 - digits) + 1e-15, atol=0)
+        fixed = [t for t in text if "e" not in t]
+        assert not [t for t in fixed if t.endswith(".") or ("." in t and t.endswith("0"))]  # no trailing zeros
+    back = np.array([float(bytes(row[row != 0])) for row in ngram.format_decimals(x)])
+    assert np.array_equal(back[np.abs(x) >= 1e-6], x[np.abs(x) >= 1e-6])  # 17 digits read back exactly
+    assert [bytes(r[r != 0]).decode() for r in ngram.format_decimals(np.array([-99.0, 0.0, -2.5, -1e-7]))] == [
+        "-99", "0", "-2.5", "-1e-07"]
+    with pytest.raises(ValueError, match="non-finite"):
+        ngram.format_decimals(np.array([np.nan]))
+
+
+def test_long_tokens_and_threads_write_the_same_lines(tmp_path):
+    """Lines with a token longer than the matrix width (the longest 0.1% of tokens) are written whole, in place."""
+    rng = random.Random(1)
+    short = [f"w{i}" for i in range(1500)]
+    long = ["x" * 40, "y" * 75 + "é"]
+    lines = [[rng.choice(short if rng.random() < 0.97 else long) for _ in range(rng.randint(1, 12))] + ["<eos>"]
+             for _ in range(3000)]
+    lm = model(ngram.count_ngrams(lines, order=3), "mkn")
+    one = ngram.write_arpa(lm, tmp_path / "one.arpa")
+    two = ngram.write_arpa(lm, tmp_path / "two.arpa", threads=2)
+    assert one.read_bytes() == two.read_bytes()
+    header, sections = parse(one)
+    itos = lm.vocab.tokens
+    for k in (1, 2, 3):  # every line, in key order, with the model's exact values
+        words = [tuple("</s>" if itos[i] == "<eos>" else itos[i] for i in w) for w in
+                 rows_to_words(lm._keys[:k], len(itos))]
+        assert [w for _, w, _ in sections[k]] == words
+        with np.errstate(divide="ignore"):
+            want = np.where(lm._prob[k - 1] > 0, np.log10(lm._prob[k - 1]), -99.0)
+        assert np.array_equal([lp for lp, _, _ in sections[k]], want)  # 17 digits: the values, to the last bit
+    assert any(long[1] in w for _, w, _ in sections[2])
+    back = ngram.load_arpa(one)
+    np.testing.assert_allclose(back.token_logprobs(lines[:50]), lm.token_logprobs(lines[:50]), rtol=1e-12)
+
+
+def test_reads_kenlm_s_sentence_end_as_ours(tmp_path):
+    """A file with </s> (lmplz, SRILM) scores our lines, which end in <eos>; eos="</s>" keeps the file's name."""
+    path = tmp_path / "k.arpa"
+    path.write_text("\n".join([
+        "\\data\\", "ngram 1=4", "ngram 2=2", "", "\\1-grams:", "-1\t<unk>\t0", "0\t<s>\t-0.5",
+        "-0.5\t</s>\t0", "-0.4\ta\t-0.2", "", "\\2-grams:", "-0.1\t<s> a", "-0.3\ta </s>", "", "\\end\\", ""]),
+        encoding="utf-8")
+    lm = ngram.load_arpa(path)
+    assert "<eos>" in lm.vocab and "</s>" not in lm.vocab
+    np.testing.assert_allclose(lm.token_logprobs([["a", "<eos>"]]) / math.log(10), [-0.1, -0.3])
+    kept = ngram.load_arpa(path, eos="</s>")
+    assert "</s>" in kept.vocab and kept.logprob("</s>", ["a"]) == pytest.approx(-0.3 * math.log(10))
 
 
 def test_arpa_seven_digits(tmp_path, counts):

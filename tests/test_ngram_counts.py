@@ -19,10 +19,10 @@ def corpus(seed: int = 0, lines: int = 80) -> list[list[str]]:
 
 
 def brute(lines, order, pad=True):
-    """Counter per order of the n-grams ending on a real token, lines padded with order-1 <s>."""
+    """Counter per order of the n-grams ending on a real token, each line after one <s> (KenLM's convention)."""
     out = {k: Counter() for k in range(1, order + 1)}
     for line in lines:
-        p = order - 1 if pad else 0
+        p = 1 if pad else 0
         toks = ["<s>"] * p + list(line)
         for j in range(p, len(toks)):
             for k in range(1, order + 1):
@@ -51,19 +51,29 @@ def test_counts_equal_brute_force(pad):
     assert counts.count(("zebra", "cat")) == 0
 
 
-def test_lower_orders_equal_padding_with_k_minus_1():
-    """Counting at order 5 gives, for order k, exactly the counts of a corpus padded with k-1 <s>."""
+def test_lower_orders_do_not_depend_on_the_order():
+    """One <s> per line: the order-k table is the same whether counted up to order k or order 5."""
     lines = corpus(1)
     big = ngram.count_ngrams(lines, order=5)
     for k in (1, 2, 3):
+        assert table_as_counter(big, k) == table_as_counter(ngram.count_ngrams(lines, order=k), k)
         assert table_as_counter(big, k) == brute(lines, k)[k]
 
 
-def test_sentence_start_row_and_no_bos_prediction():
-    counts = ngram.count_ngrams([["a", "b", "<eos>"]], order=3)
-    assert counts.count(("<s>", "<s>", "a")) == 1 and counts.count(("<s>", "a")) == 1
-    assert counts.count("<s>") == 0 and counts.count(("<s>", "<s>")) == 0  # context only, never predicted
-    assert counts.num_ngrams(1) == 3 and counts.num_tokens == 3
+def test_one_bos_per_line_and_no_bos_prediction():
+    counts = ngram.count_ngrams([["a", "b", "<eos>"], ["b", "<eos>"]], order=4)
+    assert counts.count(("<s>", "a")) == 1 and counts.count(("<s>", "a", "b")) == 1
+    assert counts.count(("<s>", "a", "b", "<eos>")) == 1 and counts.count(("<s>", "b", "<eos>")) == 1
+    assert counts.count(("<s>", "<s>", "a")) == 0 and counts.count(("<s>", "<s>")) == 0  # never two <s>
+    assert counts.count("<s>") == 0  # context only, never predicted
+    assert counts.num_ngrams(1) == 3 and counts.num_tokens == 5
+    assert counts.num_ngrams(4) == 1  # only <s> a b <eos> fits in a line
+    itos = counts.vocab.tokens
+    for k in range(1, 5):  # starts_with_bos marks exactly the rows whose first word is <s>
+        want = [itos[w[0]] == "<s>" for w in counts.words(k)]
+        assert counts.starts_with_bos(k).tolist() == want
+    unpadded = ngram.count_ngrams([["<s>", "a", "</s>"]], order=2, pad=False)
+    assert not unpadded.starts_with_bos(2).any() and not unpadded.starts_with_bos(1).any()
 
 
 def test_continuation_counts_equal_brute_force():

@@ -49,14 +49,14 @@ def test_distributions_sum_to_one_and_match_logprob(counts, method, n):
 
 @pytest.mark.parametrize("method", NORMALISED)
 def test_corpus_scoring_equals_single_queries(counts, method):
-    """The vectorised sentence scorer agrees with logprob(word, n-1 padded words before it)."""
+    """The vectorised sentence scorer agrees with logprob(word, up to n-1 words before it, from the line's <s>)."""
     lm = make(counts, 3, method)
     lines = corpus(7, 5) + [["zebra", "the", "<eos>"]]
     lp = lm.token_logprobs(lines)
     ref = []
     for line in lines:
-        toks = ["<s>", "<s>"] + line
-        ref += [lm.logprob(toks[j], toks[j - 2: j]) for j in range(2, len(toks))]
+        toks = ["<s>"] + line
+        ref += [lm.logprob(toks[j], toks[max(0, j - 2): j]) for j in range(1, len(toks))]
     assert len(lp) == sum(map(len, lines))
     np.testing.assert_allclose(lp, ref, rtol=1e-12)
     if method != "mle":
@@ -91,10 +91,36 @@ def test_kneser_ney_by_hand():
     assert lm.score("a", ["b"]) == pytest.approx(0.5 * 1 / 3 * uni["a"])  # b is followed by <eos> 3 times
 
 
+def test_sentence_start_is_kenlm_s_convention():
+    """A trigram model scores the first word by p(w | <s>) and the second by p(w | <s> w_1): one <s>, and an
+    n-gram that starts with <s> keeps its raw count in Kneser-Ney (nothing precedes <s>), as in KenLM's lmplz."""
+    counts = ngram.count_ngrams([["a", "b", "<eos>"], ["a", "b", "<eos>"], ["c", "b", "<eos>"]], order=3)
+    lm = ngram.NGramLM(counts, 3, "kn", discount=0.5)
+    uni = ngram.NGramLM(counts, 1, "kn", discount=0.5)  # order 1 of a trigram model uses continuation counts
+    # order 2 after <s>: raw counts c(<s> a) = 2, c(<s> c) = 1 (their continuation counts would be 0)
+    p1 = {w: lm.score(w, ()) for w in ("a", "b", "c", "<eos>", "<unk>")}
+    p_a = (2 - 0.5) / 3 + 0.5 * 2 / 3 * p1["a"]
+    assert lm.score("a", ["<s>"]) == pytest.approx(p_a)
+    # order 3 (top) after <s> a: c(<s> a b) = 2, one follower
+    p_b_a = lm.score("b", ["a"])  # order 2, continuation counts: N1+(. a b) = 1 (<s>), N1+(. a .) = 1
+    assert p_b_a == pytest.approx((1 - 0.5) / 1 + 0.5 * 1 / 1 * p1["b"])
+    assert lm.score("b", ["<s>", "a"]) == pytest.approx((2 - 0.5) / 2 + 0.5 * 1 / 2 * p_b_a)
+    lp = lm.token_logprobs([["a", "b", "<eos>"]])
+    np.testing.assert_allclose(lp, [lm.logprob("a", ["<s>"]), lm.logprob("b", ["<s>", "a"]),
+                                    lm.logprob("<eos>", ["a", "b"])], rtol=1e-12)
+    assert uni.score("a", ()) != p1["a"]  # a unigram model counts a raw, the trigram's unigram level does not
+    add = ngram.NGramLM(counts, 3, "add_k", k=0.5)  # add-k also smooths the sentence start's shorter context
+    vp = len(counts.vocab) - 1
+    assert add.score("a", ["<s>"]) == pytest.approx((2 + 0.5) / (3 + 0.5 * vp))
+    assert add.score("b", ["<s>", "a"]) == pytest.approx((2 + 0.5) / (2 + 0.5 * vp))
+    assert add.score("a", ["b"]) == pytest.approx(1 / vp)  # lower orders elsewhere: uniform, as before
+
+
 def test_mkn_discounts_closed_form(counts):
     lm = make(counts, 4, "mkn")
-    for k in range(1, 5):
-        a = counts.table(k).counts if k == 4 else counts.continuation(k)
+    for k in range(1, 5):  # adjusted counts: raw at the top order and for n-grams that start with <s>
+        a = counts.table(k).counts if k == 4 else np.where(counts.starts_with_bos(k), counts.table(k).counts,
+                                                            counts.continuation(k))
         n1, n2, n3, n4 = (int(np.sum(a == r)) for r in (1, 2, 3, 4))
         if min(n1, n2, n3, n4) == 0:
             assert lm.discounts[k - 1] == (0.5, 1.0, 1.5)

@@ -14,8 +14,10 @@ the counts are smoothed -- see :mod:`.ngram_smoothing` for the eight methods and
 
 The pieces, one job per file: :mod:`.ngram_counts` (integer-hashed counting), :mod:`.ngram_smoothing`
 (probability tables of each method), :mod:`.ngram_backoff` (the vectorised scorer), :mod:`.ngram_arpa` (files).
-On one core: WikiText-2 train counted to order 5 in ~3 s, a 5-gram modified-KN model fitted in ~1 s, valid + test
-perplexity in ~1 s (``benchmarks/ngram.py``).
+Sentences follow KenLM and SRILM (one ``<s>`` before each line, ``<eos>`` written ``</s>`` in ARPA files), and
+modified KN is estimated as KenLM's ``lmplz`` does it: the same discounts, and WikiText-2 test perplexities that
+agree to ~1e-6 (tests/test_ngram_kenlm.py); ``benchmarks/ngram.py`` times building, writing and scoring against
+KenLM's programs. NumPy only: nothing here imports PyTorch.
 
 References: Jelinek & Mercer (1980), Interpolated estimation of Markov source parameters from sparse data.
 Katz (1987), Estimation of probabilities from sparse data for the language model component of a speech
@@ -35,15 +37,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..config import Config, ConfigError
-from .ngram_arpa import read_arpa, write_arpa
+from .ngram_arpa import format_decimals, read_arpa, write_arpa
 from .ngram_backoff import BackoffLM
 from .ngram_counts import BOS, UNK, NGramCounts, count_ngrams, padded_stream, stream_rows
 from .ngram_smoothing import (DEFAULTS, METHODS, DiscountFallbackWarning, build_tables, em_lambdas,
                               katz_discounts, level_counts, mkn_discounts, ney_discount)
 
 __all__ = ["BOS", "METHODS", "UNK", "BackoffLM", "DiscountFallbackWarning", "NGramConfig", "NGramCounts", "NGramLM",
-           "count_ngrams", "katz_discounts", "load_arpa", "mkn_discounts", "nltk_kneser_ney", "ney_discount",
-           "oov_and_zero_rates", "read_arpa", "write_arpa"]
+           "count_ngrams", "format_decimals", "katz_discounts", "load_arpa", "mkn_discounts", "nltk_kneser_ney",
+           "ney_discount", "oov_and_zero_rates", "read_arpa", "write_arpa"]
 
 ALIASES = {"add-k": "add_k", "lidstone": "add_k", "jelinek_mercer": "interpolation", "kneser_ney": "kn",
            "modified_kneser_ney": "mkn", "stupid": "stupid_backoff", "sb": "stupid_backoff"}
@@ -86,7 +88,8 @@ class NGramLM(BackoffLM):
     D * #{w: c(h w) > 0} / N1+(. h .), counting h's followers in the raw counts; (4) uses one D (default 0.1)
     at every order; (5) maps unknown words to its own ``"<UNK>"`` (so a corpus token ``<unk>`` is an ordinary
     word). Our default KN instead discounts the unigram level too and interpolates it with the uniform
-    distribution (Chen & Goodman 1998), and never predicts ``<s>``. :func:`nltk_kneser_ney` sets all of this up;
+    distribution (Chen & Goodman 1998), puts one ``<s>`` before a sentence and never predicts it, and counts an
+    n-gram that starts with ``<s>`` raw (KenLM's convention). :func:`nltk_kneser_ney` sets all of this up;
     the two then agree to ~1e-16 (tests/test_ngram_nltk.py).
     """
 
@@ -150,9 +153,10 @@ class NGramLM(BackoffLM):
 
     # ------------------------------------------------------------------ held-out tuning
     def _heldout(self, lines: Sequence[Sequence[str]]):
-        """Per held-out token and order k: (a_k(h w), tot_k(h)) with -1/0 for absent rows; plus p_0."""
+        """Per held-out token and order k: (c_k(h w), tot_k(h)), 0 where the row or context is absent (or the
+        context would reach past the line's ``<s>``); p_0; and the highest order that exists for each token."""
         n, V = self.n, len(self.vocab)
-        x, pos, real = padded_stream(lines, self.vocab, n - 1, self.counts.bos)
+        x, pos, real = padded_stream(lines, self.vocab, min(1, n - 1), self.counts.bos)
         j = np.flatnonzero(real)
         if not len(j):
             raise ValueError("no held-out tokens to tune on")
@@ -168,7 +172,8 @@ class NGramLM(BackoffLM):
             num[:, k - 1] = np.where(g >= 0, a[np.maximum(g, 0)], 0.0)
             tot[:, k - 1] = np.where(h >= 0, totals[np.maximum(h, 0)], 0.0)
         base = np.full(len(j), 1.0 / self.info["vocab_predictable"])
-        return num, tot, base
+        top = np.minimum(pos[j] + 1, n) - 1  # index of the order whose context is the token's whole history
+        return num, tot, base, top
 
     def tune(self, valid_lines: Sequence[Sequence[str]], **options: Any) -> "NGramLM":
         """Fit the held-out parameters on ``valid_lines`` and rebuild; returns ``self``.
@@ -178,13 +183,14 @@ class NGramLM(BackoffLM):
         Other methods have nothing fitted on held-out data (modified KN estimates its discounts from the
         count-of-counts) and raise ``ValueError``.
         """
-        num, tot, base = self._heldout(valid_lines)
+        num, tot, base, top = self._heldout(valid_lines)
         if self.smoothing == "interpolation":
             ml = np.divide(num, tot, out=np.zeros_like(num), where=tot > 0)
             lam, ll = em_lambdas(ml, tot > 0, base, np.asarray(self.params["lambdas"]), **options)
             self.params["lambdas"] = lam.tolist()
         elif self.smoothing == "add_k":
-            vp, c, t = self.info["vocab_predictable"], num[:, -1], tot[:, -1]
+            at = np.arange(len(top))
+            vp, c, t = self.info["vocab_predictable"], num[at, top], tot[at, top]
 
             def ll(log_k: float) -> float:
                 k = 10.0 ** log_k
@@ -229,8 +235,9 @@ def load_arpa(path: str | os.PathLike, **kwargs: Any) -> BackoffLM:
 
 
 def oov_and_zero_rates(train_counts: NGramCounts, lines: Sequence[Sequence[str]], n_max: int = 5) -> dict[int, float]:
-    """The zero problem, measured: for n = 1 .. ``n_max``, the share of the n-grams of ``lines`` (sentence-wise,
-    padded with n-1 ``<s>``, one per token) that never occur in the training counts.
+    """The zero problem, measured: for n = 1 .. ``n_max``, the share of the tokens of ``lines`` whose n-gram (the
+    token and the n - 1 words before it in its line; near the start of a line, the shorter n-gram that begins
+    with the line's ``<s>``) never occurs in the training counts -- the context an order-n model would look up.
 
     A token outside the training vocabulary (OOV) makes every n-gram that contains it unseen, so n = 1 is the OOV
     rate (plus in-vocabulary words with zero count). An unseen n-gram stays unseen when extended, so the rates
@@ -240,7 +247,7 @@ def oov_and_zero_rates(train_counts: NGramCounts, lines: Sequence[Sequence[str]]
         raise TypeError("train_counts must come from ngram.count_ngrams")
     n_max = train_counts._check_n(n_max)
     vocab, V = train_counts.vocab, len(train_counts.vocab)
-    x, pos, real = padded_stream(lines, vocab, n_max - 1, train_counts.bos)
+    x, pos, real = padded_stream(lines, vocab, 1 if train_counts.padded else 0, train_counts.bos)
     j = np.flatnonzero(real)
     if not len(j):
         raise ValueError("no tokens in lines")
@@ -251,9 +258,12 @@ def oov_and_zero_rates(train_counts: NGramCounts, lines: Sequence[Sequence[str]]
     bad[j[oov]] = True  # positions holding an OOV token
     out: dict[int, float] = {}
     recent_bad = np.zeros(len(j), dtype=bool)
+    seen = np.ones(len(j), dtype=bool)
     for k in range(1, n_max + 1):
-        recent_bad |= bad[j - (k - 1)] & (pos[j] >= k - 1)
+        fits = pos[j] >= k - 1  # the k-gram lies inside the line (else the shorter one counts, as the model does)
+        recent_bad |= bad[j - (k - 1)] & fits
         g = rows[k - 1][j]
-        seen = (g >= 0) & (train_counts.tables[k - 1].counts[np.maximum(g, 0)] > 0) & ~recent_bad
+        seen_k = (g >= 0) & (train_counts.tables[k - 1].counts[np.maximum(g, 0)] > 0) & ~recent_bad
+        seen = np.where(fits, seen_k, seen)
         out[k] = float(1.0 - seen.mean())
     return out

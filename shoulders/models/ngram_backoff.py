@@ -8,10 +8,11 @@ where h_m is the last m - 1 words of h and bow_m(h_m) = 1 when h_m itself is not
 (Jelinek-Mercer, absolute discounting, Kneser-Ney) fit this form exactly once the interpolation is folded into
 the stored P_k (see :mod:`.ngram_smoothing`), so one vectorised scorer serves every method and ARPA files alike.
 
-Scoring a corpus is one ``searchsorted`` per order over the whole token stream (WikiText-2 valid, 5-gram:
-well under a second). Sentences follow the convention of :mod:`.ngram_counts`: each line is preceded by n - 1
-``<s>``, its last token (``<eos>``) ends it, and ``<s>`` is never predicted -- so the number of scored tokens is
-the number of tokens in the lines, the same as a neural LM's stream.
+Scoring a corpus is one ``searchsorted`` per order over the whole token stream (``benchmarks/ngram.py`` times it
+against KenLM's ``query``). Sentences follow the convention of :mod:`.ngram_counts`, KenLM's and SRILM's: each line
+is preceded by one ``<s>``, its last token (``<eos>``, written ``</s>`` in an ARPA file) ends it, and ``<s>`` is
+never predicted -- so the first word of a line is scored by p(w_1 | <s>), the second by p(w_2 | <s> w_1), ..., and
+the number of scored tokens is the number of tokens in the lines, the same as a neural LM's stream.
 """
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..text import Vocab
-from .ngram_counts import BOS, padded_stream, stream_rows
+from ..text.vocab import Vocab
+from .ngram_counts import BOS, padded_stream, stream_hits, stream_rows
 
 __all__ = ["BackoffLM"]
 
@@ -70,23 +71,30 @@ class BackoffLM:
 
     # ------------------------------------------------------------------ the scorer
     def _score(self, x: np.ndarray, pos: np.ndarray, j: np.ndarray, m: int) -> np.ndarray:
-        """Natural-log p of token x[j] given the up to m - 1 tokens before it in its line (vectorised)."""
-        rows = stream_rows(self._keys[:m], self._V, x, pos)
-        best = np.zeros(len(j), dtype=np.int64)
-        for k in range(1, m + 1):
-            best[rows[k - 1][j] >= 0] = k
-        if np.any(best == 0):
+        """Natural-log p of token x[j] given the up to m - 1 tokens before it in its line (vectorised).
+
+        From order 1 up: a token whose k-gram is stored takes P_k; one whose k-gram is not, but whose order-k
+        context fits in the line, adds that context's log backoff weight -- the backoff formula above, order by
+        order, over only the positions :func:`.ngram_counts.stream_hits` found.
+        """
+        if len(x) and (x.min() < 0 or x.max() >= len(self._keys[0])):
             raise ValueError("a token id is outside the model's unigram table")
-        out = np.zeros(len(j))
-        for k in range(1, m + 1):
-            sel = best == k
-            out[sel] = self._logp[k - 1][rows[k - 1][j[sel]]]
+        hits = stream_hits(self._keys[:m], self._V, x, pos)
+        score = self._logp[0][x]
         log_unseen = float(_log(np.array(self._unseen_bow)))
+        T = len(x)
         for k in range(2, m + 1):
-            ok = (best < k) & (pos[j] >= k - 1)  # the order-k context exists (inside the line) but (h, w) does not
-            h = rows[k - 2][j[ok] - 1]
-            out[ok] += np.where(h >= 0, self._logbow[k - 2][np.maximum(h, 0)], log_unseen)
-        return out
+            if log_unseen != 0.0:
+                score[pos >= k - 1] += log_unseen  # a context that is not stored: the unseen weight ...
+            at, row = hits[k - 2]  # ... a stored one: its own weight
+            nxt = at + 1
+            ok = nxt < T
+            nxt, row = nxt[ok], row[ok]
+            ok = pos[nxt] >= 1
+            score[nxt[ok]] += self._logbow[k - 2][row[ok]] - log_unseen
+            at, row = hits[k - 1]
+            score[at] = self._logp[k - 1][row]  # a stored k-gram: its probability, the weights below dropped
+        return score[j]
 
     def _context(self, context: Any) -> tuple[str, ...]:
         if isinstance(context, str):
@@ -98,8 +106,8 @@ class BackoffLM:
 
     def logprob(self, word: str, context: Sequence[str] = ()) -> float:
         """ln p(word | context). Only the last n - 1 words of ``context`` are used; a shorter context is scored by
-        the model's lower-order distribution (as NLTK and KenLM do) -- pass the ``<s>`` padding to mean
-        "at the start of a sentence". Unknown words count as ``<unk>``; a zero probability gives ``-inf``."""
+        the model's lower-order distribution (as NLTK and KenLM do) -- put one ``<s>`` first to mean "at the start
+        of a sentence". Unknown words count as ``<unk>``; a zero probability gives ``-inf``."""
         if not isinstance(word, str):
             raise TypeError(f"word must be a str, got {type(word).__name__}")
         ctx = self._context(context)
@@ -140,8 +148,8 @@ class BackoffLM:
         return [(itos[i], float(p[i])) for i in idx]
 
     def token_logprobs(self, lines: Sequence[Sequence[str]]) -> np.ndarray:
-        """ln p of every token of ``lines`` (T,), each line a sentence padded with n - 1 ``<s>``."""
-        pad = self.n - 1
+        """ln p of every token of ``lines`` (T,), each line a sentence that starts after one ``<s>``."""
+        pad = min(1, self.n - 1)
         if pad and self.bos not in self.vocab:
             raise ValueError(f"the model's vocabulary has no {self.bos!r} to pad sentences with")
         x, pos, real = padded_stream(lines, self.vocab, pad, self.bos)
@@ -163,7 +171,7 @@ class BackoffLM:
 
     def sample(self, context: Sequence[str] = (), max_len: int = 30, temperature: float = 1.0,
                rng: Any = None) -> list[str]:
-        """Generate up to ``max_len`` words after ``context`` (taken as the start of a sentence: n - 1 ``<s>`` are
+        """Generate up to ``max_len`` words after ``context`` (taken as the start of a sentence: one ``<s>`` is
         put before it). Stops after ``<eos>`` (included). ``temperature`` T rescales p^(1/T) (T = 0: greedy);
         ``rng`` is a ``np.random.Generator`` or a seed."""
         if temperature < 0 or not np.isfinite(temperature):
@@ -171,10 +179,10 @@ class BackoffLM:
         if max_len < 0:
             raise ValueError(f"max_len must be >= 0, got {max_len}")
         rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-        words = [self.bos] * (self.n - 1) + list(self._context(context) if self.n > 1 else ())
+        words = [self.bos] * min(1, self.n - 1) + list(self._context(context) if self.n > 1 else ())
         itos, out = self.vocab.tokens, []
         for _ in range(max_len):
-            p = self.distribution(words[len(words) - (self.n - 1):] if self.n > 1 else ())
+            p = self.distribution(words[max(0, len(words) - (self.n - 1)):] if self.n > 1 else ())
             if temperature == 0:
                 i = int(np.argmax(p))
             else:

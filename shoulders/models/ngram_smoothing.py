@@ -9,19 +9,24 @@ a_k for the count a method uses at order k):
 
 with h' = h minus its first word, p_0 = the uniform distribution over the predictable words (all but ``<s>``)
 and, for a context h never seen at order k, gamma_k(h) = 1 ("use the lower order": standard backoff).
+A line starts with one ``<s>`` (:mod:`.ngram_counts`), so a context h = ``<s> w_1 .. w_j`` is the *whole* history of
+the word w_{j+1}, scored at order j + 2 <= n: such rows play the role of the top order for the start of a line
+(Kneser-Ney counts them raw, add-k smooths them; nothing ever backs off to them).
 Written per row of the count tables, the result is exactly an ARPA model: ``prob_k`` = p_k(w | h) for every
 stored k-gram (interpolation folded in) and ``bow_k(h)`` = gamma_k(h) -- see :mod:`.ngram_backoff`.
 
 Methods (``a_k`` = raw counts c unless said otherwise; tot_k(h) = sum_w a_k(h w); N_r(h.) = #{w: a_k(h w) = r}):
 
 * ``mle``: alpha = c / tot, gamma = 0 -- zeros for every unseen n-gram (the zero problem).
-* ``add_k`` (Lidstone; C&G sec. 2.1): p = (c + k) / (tot + k |V|) at order n only.
+* ``add_k`` (Lidstone; C&G sec. 2.1): p = (c + k) / (tot + k |V|) at order n (and after contexts that start with
+  ``<s>``); the lower orders pass the uniform distribution through.
 * ``interpolation`` (Jelinek & Mercer 1980; C&G sec. 2.3): alpha = lambda_k c / tot, gamma = 1 - lambda_k,
   one lambda per order, fitted by EM on held-out data (:func:`em_lambdas`).
 * ``absolute`` (Ney, Essen & Kneser 1994; C&G sec. 2.6): alpha = max(c - D, 0) / tot, gamma = D N1+(h.) / tot;
   one D for all orders, one per order, or ``"auto"``: D = n1 / (n1 + 2 n2) per order (:func:`ney_discount`).
 * ``kn`` (interpolated Kneser & Ney 1995; C&G sec. 2.7): as ``absolute`` but below the top order a_k is the
-  continuation count N1+(. h w) = #{v: c(v h w) > 0}.
+  continuation count N1+(. h w) = #{v: c(v h w) > 0} (``<s>`` counts as a v); an n-gram that starts with ``<s>``
+  keeps its raw count (KenLM's adjusted counts: nothing can precede ``<s>``).
 * ``mkn`` (modified KN, C&G sec. 3): three discounts D(a) = D1, D2, D3+ for a = 1, 2, >= 3 and
   gamma = (D1 N1(h.) + D2 N2(h.) + D3+ N3+(h.)) / tot, with, from the count-of-counts n_r of a_k at order k,
   Y = n1 / (n1 + 2 n2), D1 = 1 - 2Y n2/n1, D2 = 2 - 3Y n3/n2, D3+ = 3 - 4Y n4/n3 (:func:`mkn_discounts`).
@@ -64,10 +69,13 @@ class DiscountFallbackWarning(UserWarning):
 
 
 def level_counts(counts: NGramCounts, n: int, k: int, continuation: bool) -> np.ndarray:
-    """a_k: raw counts, or (Kneser-Ney, ``continuation`` and k < n) N1+(. w_1..w_k), as float64 per row."""
+    """a_k per row, as float64: raw counts, or (Kneser-Ney, ``continuation`` and k < n) the continuation count
+    N1+(. w_1..w_k) -- except for a k-gram that starts with ``<s>``, which has no left extension and keeps its raw
+    count (KenLM's adjusted counts, Heafield et al. 2013)."""
+    raw = counts.tables[k - 1].counts.astype(np.float64)
     if continuation and k < n:
-        return counts.continuation(k).astype(np.float64)
-    return counts.tables[k - 1].counts.astype(np.float64)
+        return np.where(counts.starts_with_bos(k), raw, counts.continuation(k))
+    return raw
 
 
 def _count_of_counts(a: np.ndarray, max_r: int) -> np.ndarray:
@@ -193,11 +201,12 @@ def build_tables(counts: NGramCounts, n: int, method: str, params: dict[str, Any
             alpha, gamma = _safe_div(a, tot[ctx]), np.where(seen, 0.0, 1.0)
         elif method == "add_k":
             kk = float(params["k"])
-            if k < n:
-                alpha, gamma = np.zeros(len(t)), np.ones(nctx)
-            else:
-                den = tot + kk * vp
-                alpha, gamma = a / den[ctx], kk * vp / den
+            den = tot + kk * vp
+            alpha, gamma = a / den[ctx], kk * vp / den
+            if k < n:  # lower orders pass the uniform distribution through, except after a context that
+                # starts with <s>: it is the whole context of a word early in its line, so it gets add-k too
+                start = counts.starts_with_bos(k - 1) if k > 1 else np.zeros(1, dtype=bool)
+                alpha, gamma = np.where(start[ctx], alpha, 0.0), np.where(start, gamma, 1.0)
         elif method == "interpolation":
             lam = float(lambdas[k - 1])
             alpha, gamma = lam * _safe_div(a, tot[ctx]), np.where(seen, 1.0 - lam, 1.0)

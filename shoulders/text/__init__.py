@@ -18,17 +18,40 @@ One job per file:
 """
 from __future__ import annotations
 
-from .lm_data import LMCorpus, take_tokens, unigram_log_probs, wikitext2_corpus
-from .pad import attention_mask, causal_mask, pad_sequences, padding_mask
-from .stream import BPTTBatches, LMStream, batchify, lm_stream
-from .task_features import (
-    SquadExample, best_span, choice_features, classification_features, span_features, span_predictions,
-    split_articles, squad_examples, tagging_features, tagging_predictions,
-)
-from .tokenize import SIMPLE_WORDS_PATTERN, chars, simple_words, words
-from .vocab import Vocab, VocabFileError, count_tokens
-from .windows import WindowBatches, ngram_batches, sliding_windows, window_batches
-from .wordpiece import WordPiece
+import importlib
+import pkgutil
+from typing import Any
+
+# name -> submodule: loaded on first use, so that ``shoulders.text.vocab`` (the n-gram chapter's only need) does
+# not import the PyTorch-based modules (stream, pad, windows, ...)
+_WHERE = {
+    "LMCorpus": "lm_data", "take_tokens": "lm_data", "unigram_log_probs": "lm_data", "wikitext2_corpus": "lm_data",
+    "attention_mask": "pad", "causal_mask": "pad", "pad_sequences": "pad", "padding_mask": "pad",
+    "BPTTBatches": "stream", "LMStream": "stream", "batchify": "stream", "lm_stream": "stream",
+    "SquadExample": "task_features", "best_span": "task_features", "choice_features": "task_features",
+    "classification_features": "task_features", "span_features": "task_features",
+    "span_predictions": "task_features", "split_articles": "task_features", "squad_examples": "task_features",
+    "tagging_features": "task_features", "tagging_predictions": "task_features",
+    "SIMPLE_WORDS_PATTERN": "tokenize", "chars": "tokenize", "simple_words": "tokenize", "words": "tokenize",
+    "Vocab": "vocab", "VocabFileError": "vocab", "count_tokens": "vocab",
+    "WindowBatches": "windows", "ngram_batches": "windows", "sliding_windows": "windows", "window_batches": "windows",
+    "WordPiece": "wordpiece",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+        globals()[name] = value
+        return value
+    if any(info.name == name for info in pkgutil.iter_modules(__path__)):  # a submodule: sh.text.pad
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE) | {info.name for info in pkgutil.iter_modules(__path__)})
+
 
 __all__ = [
     "SIMPLE_WORDS_PATTERN",
