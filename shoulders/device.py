@@ -12,6 +12,7 @@ import os
 import platform
 import shutil
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -114,6 +115,18 @@ def dataloader_workers() -> int:
     return min(2, os.cpu_count() or 1)
 
 
+def available_cores() -> int:
+    """The cores this process may use (``os.sched_getaffinity``: a container's real grant), else ``os.cpu_count``."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+class ThreadsError(ValueError):
+    """A thread count (``SHOULDERS_THREADS`` or ``set_threads(n)``) that is not a whole number of at least 1."""
+
+
 def set_threads(n: int | None = None) -> int:
     """Use ``n`` intra-op CPU threads (default: a fair share of the cores this process may use) and return it.
 
@@ -121,22 +134,31 @@ def set_threads(n: int | None = None) -> int:
     the cores it actually got, so the default avoids oversubscription: ``SHOULDERS_THREADS`` if set, else the
     cores of ``os.sched_getaffinity`` (the real grant of a container) divided by the number of pytest-xdist
     workers sharing them (``PYTEST_XDIST_WORKER_COUNT``, inherited by the notebook kernels nbval starts).
-    PyTorch gets the number at once if it is loaded, else when it is first imported.
+    A count that is not a whole number of at least 1 is a :class:`ThreadsError` naming where it came from; more
+    threads than the cores the process may use are capped at that many, with a warning (tens of thousands of
+    threads crash OpenMP). PyTorch gets the number at once if it is loaded, else when it is first imported.
     """
-    if n is None and os.environ.get("SHOULDERS_THREADS"):
+    cores = available_cores()
+    source = "set_threads(n)"
+    if n is None and os.environ.get("SHOULDERS_THREADS", "").strip():
+        raw, source = os.environ["SHOULDERS_THREADS"].strip(), "SHOULDERS_THREADS"
         try:
-            n = int(os.environ["SHOULDERS_THREADS"])
+            n = int(raw)
         except ValueError:
-            raise ValueError(f"SHOULDERS_THREADS must be a whole number, got {os.environ['SHOULDERS_THREADS']!r}")
+            raise ThreadsError(f"SHOULDERS_THREADS must be a whole number of CPU threads from 1 to {cores} (the "
+                               f"cores this process may use), got {raw!r}; unset it for the default") from None
     if n is None:
-        try:
-            n = len(os.sched_getaffinity(0))
-        except AttributeError:  # macOS, Windows
-            n = os.cpu_count() or 1
+        n = cores
         try:
             n //= max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
         except ValueError:
             pass
-    n = max(1, int(n))
+        n = max(1, n)
+    elif isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ThreadsError(f"{source} must be a whole number of CPU threads of at least 1, got {n!r}")
+    elif n > cores:
+        warnings.warn(f"{source}={n} asks for more threads than the {cores} core(s) this process may use; "
+                      f"using {cores}", RuntimeWarning, stacklevel=2)
+        n = cores
     when_torch_loads("threads", lambda torch: torch.set_num_threads(n))
     return n

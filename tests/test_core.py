@@ -117,7 +117,7 @@ def test_config_presets_overrides_and_errors(monkeypatch):
 def test_threads_default_shares_the_cores_between_xdist_workers(monkeypatch):
     import os
 
-    from shoulders.device import set_threads
+    from shoulders.device import ThreadsError, set_threads
 
     before = torch.get_num_threads()
     try:
@@ -127,12 +127,20 @@ def test_threads_default_shares_the_cores_between_xdist_workers(monkeypatch):
         assert set_threads() == cores
         monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(2 * cores))
         assert set_threads() == 1 == torch.get_num_threads()  # never zero
-        monkeypatch.setenv("SHOULDERS_THREADS", "3")
-        assert set_threads() == 3
-        assert set_threads(2) == 2  # an explicit argument wins
-        monkeypatch.setenv("SHOULDERS_THREADS", "many")
-        with pytest.raises(ValueError, match="SHOULDERS_THREADS"):
-            set_threads()
+        monkeypatch.setenv("SHOULDERS_THREADS", "1")
+        assert set_threads() == 1
+        assert set_threads(cores) == cores  # an explicit argument wins
+        monkeypatch.setenv("SHOULDERS_THREADS", "100000")  # segfaulted in OpenMP: capped at the cores, with a warning
+        with pytest.warns(RuntimeWarning, match=f"SHOULDERS_THREADS=100000 .* using {cores}"):
+            assert set_threads() == cores == torch.get_num_threads()
+        for bad in ("many", "0", "-1", "2.5", "1e9"):  # 0 and -1 used to become 1 silently
+            monkeypatch.setenv("SHOULDERS_THREADS", bad)
+            with pytest.raises(ThreadsError, match="SHOULDERS_THREADS must be a whole number"):
+                set_threads()
+        monkeypatch.setenv("SHOULDERS_THREADS", "  ")  # blank: unset
+        assert set_threads() >= 1
+        with pytest.raises(ThreadsError, match=r"set_threads\(n\) must be a whole number .* got 0"):
+            set_threads(0)
     finally:
         torch.set_num_threads(before)
 

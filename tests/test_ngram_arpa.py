@@ -214,3 +214,22 @@ def test_bad_arpa_files(tmp_path, text, msg):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match=msg):
         ngram.load_arpa(path)
+
+
+def test_malformed_arpa_is_refused_with_the_line_number(tmp_path):
+    """A log10 probability above 0 used to load (a distribution summing to 100,003, perplexity 0.0018)."""
+    good = "\\data\\\nngram 1=3\nngram 2=1\n\n\\1-grams:\n-0.5\t<s>\t-0.3\n-0.4\ta\t-0.2\n-0.6\t</s>\n\n" \
+           "\\2-grams:\n-0.1\t<s> a\n\n\\end\\\n"
+    (tmp_path / "good.arpa").write_text(good)
+    ngram.read_arpa(tmp_path / "good.arpa")
+    cases = {
+        "positive": (good.replace("-0.4\ta", "5.0\ta"), r"line 7: log10 probability 5.0 of 'a' is above 0"),
+        "nan": (good.replace("-0.1\t<s> a", "nan\t<s> a"), r"line 11: non-finite value 'nan' in the 2-grams"),
+        "word": (good.replace("-0.6\t</s>", "oops\t</s>"), r"line 8: not a number in the 1-grams: 'oops'"),
+        "bow": (good.replace("-0.3", "inf"), r"line 6: non-finite value 'inf' in the 1-grams"),
+        "short": (good.replace("-0.1\t<s> a", "-0.1\t<s>"), r"line 11: a 2-gram line needs"),
+    }
+    for name, (text, message) in cases.items():
+        (tmp_path / f"{name}.arpa").write_text(text)
+        with pytest.raises(ValueError, match=message):
+            ngram.read_arpa(tmp_path / f"{name}.arpa")

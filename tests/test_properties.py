@@ -73,3 +73,28 @@ def test_vocab_save_load_round_trip(tmp_path_factory, lines):
     back = Vocab.load(path)
     assert back.tokens == vocab.tokens and [back.counts[t] for t in back.tokens] == [vocab.counts[t] for t in
                                                                                      vocab.tokens]
+
+
+WORDS = st.sampled_from(["a", "b", "c", "the", "of", "x1", "é", "中"])
+LINES = st.lists(st.lists(WORDS, min_size=1, max_size=6).map(lambda w: w + ["<eos>"]), min_size=2, max_size=12)
+
+
+@FAST
+@given(LINES, LINES, st.sampled_from(["mkn", "kn", "katz", "interpolation", "add_k"]), st.integers(1, 3))
+def test_arpa_write_read_round_trip_scores_the_same(tmp_path_factory, train, test, method, n):
+    """Any model the package can write reads back scoring every token of any text the same (to 1e-9 in log)."""
+    import warnings
+
+    import numpy as np
+
+    from shoulders.models import ngram
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tiny corpora make the discount estimates fall back
+        lm = ngram.NGramLM(ngram.count_ngrams(train, order=n), n=n, smoothing=method)
+    path = tmp_path_factory.mktemp("arpa") / "lm.arpa"
+    ngram.write_arpa(lm, path)
+    back = ngram.read_arpa(path)
+    ours, theirs = lm.token_logprobs(test), back.token_logprobs(test)
+    assert ours.shape == theirs.shape
+    np.testing.assert_allclose(theirs, ours, rtol=0, atol=1e-9)

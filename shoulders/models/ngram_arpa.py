@@ -33,6 +33,7 @@ import gc
 import os
 import re
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from pathlib import Path
@@ -305,14 +306,17 @@ def _is_marker(ln: str) -> bool:
     return ln[:1] == "\\" and (ln == "\\end\\" or bool(_SECTION.match(ln)))
 
 
-def _floats(values: list[str], path: Path, k: int) -> np.ndarray:
+def _floats(values: list[str], path: Path, k: int, where: Callable[[int], int]) -> np.ndarray:
+    """The numbers of one column of the k-gram section; ``where(e)`` is the file line of entry e (for errors)."""
     try:
         out = np.array(values, dtype=np.float64) if values else np.zeros(0)
     except ValueError:
-        bad = next(v for v in values if not _is_float(v))
-        raise ValueError(f"{path}: not a number in the {k}-grams: {bad!r}") from None
-    if not np.all(np.isfinite(out)):
-        raise ValueError(f"{path}: non-finite value in the {k}-grams")
+        e = next(j for j, v in enumerate(values) if not _is_float(v))
+        raise ValueError(f"{path}, line {where(e)}: not a number in the {k}-grams: {values[e]!r}") from None
+    bad = np.flatnonzero(~np.isfinite(out))
+    if len(bad):
+        raise ValueError(f"{path}, line {where(int(bad[0]))}: non-finite value {values[int(bad[0])]!r} in the "
+                         f"{k}-grams")
     return out
 
 
@@ -378,22 +382,42 @@ def _parse_lines(path: Path) -> list[tuple[np.ndarray, list[list[str]], np.ndarr
         i = next((j for j in range(start, len(lines)) if lines[j][:1] == "\\" and _is_marker(lines[j].strip())),
                  len(lines))
         parts = [p for p in (ln.split() for ln in lines[start:i]) if p]
+        where = _line_finder(lines, start)
         sizes = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
         wrong = np.flatnonzero((sizes != k + 1) & (sizes != k + 2))
         if len(wrong):
-            raise ValueError(f"{path}: a {k}-gram line needs log10 p, {k} words and an optional backoff weight; "
-                             f"got {' '.join(parts[int(wrong[0])])!r}")
+            raise ValueError(f"{path}, line {where(int(wrong[0]))}: a {k}-gram line needs log10 p, {k} words and an "
+                             f"optional backoff weight; got {' '.join(parts[int(wrong[0])])!r}")
         if k > len(header) or len(parts) != header[k - 1]:
             raise ValueError(f"{path}: header says ngram {k}={header[k - 1] if k <= len(header) else 0} but the "
                              f"section has {len(parts)} entries")
-        logp = _floats([p[0] for p in parts], path, k)
+        logp = _floats([p[0] for p in parts], path, k, where)
+        above = np.flatnonzero(logp > 0)  # a log10 probability above 0 is a probability above 1
+        if len(above):
+            e = int(above[0])
+            raise ValueError(f"{path}, line {where(e)}: log10 probability {parts[e][0]} of "
+                             f"{' '.join(parts[e][1:k + 1])!r} is above 0 (a probability above 1): not a valid ARPA "
+                             "model")
         bow = np.zeros(len(parts))
         has = np.flatnonzero(sizes == k + 2)
-        bow[has] = _floats([parts[j][-1] for j in has.tolist()], path, k)
+        bow[has] = _floats([parts[j][-1] for j in has.tolist()], path, k, lambda e: where(int(has[e])))
         sections.append((logp, [p[1: k + 1] for p in parts], bow))
     if len(sections) != len(header):
         raise ValueError(f"{path}: header lists {len(header)} orders but the file has {len(sections)} sections")
     return sections
+
+
+def _line_finder(lines: list[str], start: int) -> Callable[[int], int]:
+    """``where(e)``: the 1-based file line of the e-th non-blank line from ``lines[start]`` on (errors only)."""
+    def where(e: int) -> int:
+        seen = -1
+        for j in range(start, len(lines)):
+            if lines[j].split():
+                seen += 1
+                if seen == e:
+                    return j + 1
+        return len(lines)
+    return where
 
 
 def _to_prob(log10) -> np.ndarray:
