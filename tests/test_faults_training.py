@@ -113,3 +113,35 @@ def test_a_checkpoint_that_hides_code_is_refused_even_with_matching_checksums(tm
         load_checkpoint(folder, worker.Net())
     assert not marker.exists()
     fault_tally.add("training: hostile pickle", faults=1, runs=1, lost=0)
+
+
+def test_hostile_environment_values_are_named_before_anything_runs(tmp_path, monkeypatch, fault_tally):
+    """Every SHOULDERS_* variable outside the data layer (whose own suite covers SHOULDERS_DATA/_MIRROR): a bad
+    value is an error naming the variable, raised before any work -- never a crash deep inside, never ignored."""
+    import shoulders as sh
+    from shoulders.device import ThreadsError, set_threads
+    from shoulders.evaluate.ledger import LedgerError
+    from shoulders.giants import GiantError
+
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    cases = [
+        ("SHOULDERS_SCALE", "huge", lambda: sh.scale(), sh.ScaleError),
+        ("SHOULDERS_SCALE", "FULL; rm -rf /", lambda: sh.scale(), sh.ScaleError),
+        ("SHOULDERS_DEVICE", "gpu0", lambda: sh.device(), sh.DeviceError),
+        ("SHOULDERS_DEVICE", "cuda:7", lambda: sh.device(), sh.DeviceError),
+        ("SHOULDERS_THREADS", "abc", lambda: set_threads(), ThreadsError),
+        ("SHOULDERS_THREADS", "-1", lambda: set_threads(), ThreadsError),
+        ("SHOULDERS_THREADS", "0", lambda: set_threads(), ThreadsError),
+        ("SHOULDERS_GIANTS", str(a_file), lambda: sh.giants.root(), GiantError),
+        ("SHOULDERS_GIANTS", str(a_file / "below"), lambda: sh.giants.cached("bert", scale="smoke"), GiantError),
+        ("SHOULDERS_LEDGER", str(a_file / "ledger.jsonl"),
+         lambda: sh.evaluate.record("m", 1.0, model="x", task="t", split="s", chapter="c"), LedgerError),
+    ]
+    for name, value, call, error in cases:
+        monkeypatch.setenv(name, value)
+        with pytest.raises(error, match=name):
+            call()
+        monkeypatch.delenv(name)
+    assert a_file.read_text() == "not a folder"
+    fault_tally.add("environment: hostile SHOULDERS_* values", faults=len(cases), runs=len(cases), lost=0)

@@ -55,8 +55,8 @@ from .._scale import scale as current_scale
 from ..data import cache_root
 from ..device import device as current_device
 
-__all__ = ["ENV_VAR", "FIELDS", "SCHEMA", "LedgerWarning", "latest", "ledger_path", "machine", "machine_facts", "read",
-           "record", "table"]
+__all__ = ["ENV_VAR", "FIELDS", "SCHEMA", "LedgerError", "LedgerWarning", "latest", "ledger_path", "machine",
+           "machine_facts", "read", "record", "table"]
 
 SCHEMA = "shoulders.ledger/1"
 ENV_VAR = "SHOULDERS_LEDGER"
@@ -64,6 +64,10 @@ FILENAME = "ledger.jsonl"
 FIELDS = ("schema", "time", "metric", "value", "values", "spread", "higher_is_better", "model", "task", "split",
           "chapter", "scale", "seeds", "wall_time_s", "machine", "notes", "extra")
 _BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
+
+
+class LedgerError(RuntimeError):
+    """The ledger file cannot be written where it was asked for (the message names the path and the variable)."""
 
 
 class LedgerWarning(UserWarning):
@@ -201,6 +205,14 @@ def _append(path: Path, line: str) -> None:
     """Append one line under the ledger's lock, in one ``write``, then fsync. A torn last line (no newline, its
     writer was killed) is ended first, so it cannot swallow this one."""
     data = line.encode("utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and not path.is_file():
+            raise IsADirectoryError(f"{path} is not a file")
+    except OSError as err:
+        source = f"{ENV_VAR}={os.environ[ENV_VAR]!r}" if os.environ.get(ENV_VAR, "").strip() else "the ledger path"
+        raise LedgerError(f"cannot write the results ledger at {path} ({err.strerror or err}): {source} must name a "
+                          "file (or a folder to hold ledger.jsonl) in a folder you can write to") from None
     with exclusive(path):  # flock on the ledger file itself (created if missing); released if this process dies
         fd = os.open(path, os.O_RDWR | os.O_APPEND | _BINARY)
         try:

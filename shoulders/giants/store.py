@@ -77,9 +77,16 @@ class Loaded:
 
 
 def root() -> Path:
-    """Where giants are cached: ``SHOULDERS_GIANTS`` if set, else ``<shoulders.data.cache_root()>/giants``."""
-    env = os.environ.get(ENV_ROOT)
-    return Path(env).expanduser() if env else Path(cache_root()) / "giants"
+    """Where giants are cached: ``SHOULDERS_GIANTS`` if set (blank: unset), else ``<data cache root>/giants``.
+    A path that exists but is not a folder is a :class:`GiantError` naming the variable."""
+    env = os.environ.get(ENV_ROOT, "").strip()
+    folder = Path(env).expanduser() if env else Path(cache_root()) / "giants"
+    blocked = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        source = f"{ENV_ROOT}={env!r}" if env else "the giants folder"
+        raise GiantError(f"{source} cannot hold giants: {blocked} is a file, not a folder. Point it at a folder "
+                         "you can write to.")
+    return folder
 
 
 def _config_dict(cfg: Any) -> dict[str, Any]:
