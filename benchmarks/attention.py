@@ -9,14 +9,22 @@ Runs on one CPU thread unless ``--threads`` says otherwise (a GPU uses its own k
 
 1. **Encoder layer** (``shoulders.models.transformer_blocks.EncoderLayer``) against ``torch.nn.TransformerEncoderLayer``
    with the same sizes, weights and settings (post-LN and pre-LN, ReLU, dropout 0.1, training mode, a key padding
-   mask), forward + backward; median time of ``--repeats`` runs and the ratio ours / torch (< 1: ours is faster).
-   Both call the same fused attention kernel; torch's layer has a fast path only for inference.
+   mask), forward + backward. Both call the same fused attention kernel; torch's layer has a fast path only for
+   inference.
 2. **T-DMCA vs full attention** (Liu et al. 2018), causal self-attention modules (projections included) at each
    of ``--lengths``: full attention through the fused kernel (``F.scaled_dot_product_attention``), full attention
    written out (eq. 1, the ``T x T`` weights stored: what ``need_weights=True`` costs), local attention (blocks of
-   ``--block``) and memory-compressed attention (``--compression``-fold). Forward + backward time and peak memory
-   above the inputs: ``torch.cuda.max_memory_allocated`` on a GPU, on a CPU the allocations the torch profiler
-   records (``profile_memory=True``), summed in time order. A length that runs out of memory prints "OOM".
+   ``--block``), memory-compressed attention (``--compression``-fold) as the module runs it (its causal rule as
+   one mask per chunk of queries for the fused kernel) and with that rule written out (``written_out=True``, the
+   weights stored). Forward + backward time and peak memory above the inputs: ``torch.cuda.max_memory_allocated``
+   on a GPU, on a CPU the allocations the torch profiler records (``profile_memory=True``), summed in time order.
+   A length that runs out of memory prints "OOM".
+
+**Timing.** What is compared runs alternately in one process -- ours, torch, ours, torch, ... (part 2: every
+variant once per round) -- ``--repeats`` (``--long-repeats``) rounds after a warm-up, so a change in the machine's
+load hits every side alike. Each side prints its median and its minimum; part 1 prints the ratio ours / torch
+(< 1: ours is faster) as the median of the per-round ratios and as the ratio of the minima. The load average
+(what ``uptime`` prints) is printed before and after: on a shared machine, read the times with it.
 """
 from __future__ import annotations
 
@@ -43,17 +51,29 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def median_time(fn: Callable[[], None], repeats: int, device: torch.device, warmup: int = 2) -> float:
+def load() -> str:
+    """The 1, 5 and 15 minute load averages (what ``uptime`` prints)."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:  # not on every platform
+        return "unknown"
+
+
+def alternate(fns: dict[str, Callable[[], None]], repeats: int, device: torch.device,
+              warmup: int = 2) -> dict[str, list[float]]:
+    """Seconds of each of ``repeats`` rounds per function; every round runs every function once, in turn."""
     for _ in range(warmup):
-        fn()
-    times = []
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
-        sync(device)
-        t = time.perf_counter()
-        fn()
-        sync(device)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        for name, fn in fns.items():
+            sync(device)
+            t = time.perf_counter()
+            fn()
+            sync(device)
+            times[name].append(time.perf_counter() - t)
+    return times
 
 
 def peak_bytes(fn: Callable[[], None], device: torch.device) -> int:
@@ -99,11 +119,13 @@ def bench_layer(args: argparse.Namespace, device: torch.device) -> None:
         def run_ref() -> None:
             ref(x, src_key_padding_mask=~keep).sum().backward()
 
-        t_ours = median_time(run_ours, args.repeats, device)
-        t_ref = median_time(run_ref, args.repeats, device)
+        t = alternate({"ours": run_ours, "torch": run_ref}, args.repeats, device)
+        ratios = [a / b for a, b in zip(t["ours"], t["torch"])]  # each round's pair ran back to back
         name = "pre-LN " if norm_first else "post-LN"
-        print(f"  {name}: ours {t_ours * 1e3:8.2f} ms | torch {t_ref * 1e3:8.2f} ms | ratio ours/torch "
-              f"{t_ours / t_ref:.2f}")
+        print(f"  {name}: ours {statistics.median(t['ours']) * 1e3:8.2f} ms (min {min(t['ours']) * 1e3:8.2f}) | "
+              f"torch {statistics.median(t['torch']) * 1e3:8.2f} ms (min {min(t['torch']) * 1e3:8.2f}) | "
+              f"ratio ours/torch: median {statistics.median(ratios):.2f}, of minima "
+              f"{min(t['ours']) / min(t['torch']):.2f} ({args.repeats} alternating rounds)")
 
 
 def bench_long(args: argparse.Namespace, device: torch.device) -> None:
@@ -116,32 +138,44 @@ def bench_long(args: argparse.Namespace, device: torch.device) -> None:
         "full (eq. 1 explicit)": MultiHeadAttention(d, h),
         f"local (block {args.block})": LocalAttention(d, h, block_size=args.block),
         f"mem-compressed (c={args.compression})": MemoryCompressedAttention(d, h, compression=args.compression),
+        "mem-compressed, written out": MemoryCompressedAttention(d, h, compression=args.compression,
+                                                                written_out=True),
     }
-    print(f"  {'T':>6} | " + " | ".join(f"{name:>28}" for name in modules))
+    for module in modules.values():
+        module.to(device).train()
+    width = 36
+    print(f"  time: median (minimum) of {args.long_repeats} alternating rounds; peak memory")
+    print(f"  {'T':>6} | " + " | ".join(f"{name:>{width}}" for name in modules))
     for T in args.lengths:
-        cells = []
-        for name, module in modules.items():
-            module = module.to(device).train()
+        x = torch.randn(1, T, d, device=device, requires_grad=True)
+
+        def runner(name: str, module: torch.nn.Module) -> Callable[[], None]:
             explicit = "explicit" in name
-            x = torch.randn(1, T, d, device=device, requires_grad=True)
 
             def run() -> None:
                 module(x, causal=True, need_weights=explicit)[0].sum().backward()
+                x.grad = None
+                module.zero_grad(set_to_none=True)
+            return run
 
+        runs = {name: runner(name, module) for name, module in modules.items()}
+        cells = {}
+        for name, run in list(runs.items()):  # memory first, one at a time: drops what runs out of memory
             try:
-                t = median_time(run, args.long_repeats, device, warmup=1)
                 mem = peak_bytes(run, device)
-                cells.append(f"{t * 1e3:9.1f} ms {mem / 2**20:9.1f} MiB")
+                cells[name] = f"{mem / 2**20:7.1f} MiB"
             except (torch.OutOfMemoryError, RuntimeError) as err:
                 if "memory" not in str(err).lower():
                     raise
-                cells.append(f"{'OOM':>28}")
+                cells[name] = "OOM"
+                del runs[name]
             finally:
-                x.grad = None
-                module.zero_grad(set_to_none=True)
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
-        print(f"  {T:>6} | " + " | ".join(f"{c:>28}" for c in cells))
+        times = alternate(runs, args.long_repeats, device, warmup=1)
+        for name, t in times.items():
+            cells[name] = (f"{statistics.median(t) * 1e3:8.1f} ms ({min(t) * 1e3:8.1f}) " + cells[name])
+        print(f"  {T:>6} | " + " | ".join(f"{cells[name]:>{width}}" for name in modules))
 
 
 def main() -> None:
@@ -164,11 +198,13 @@ def main() -> None:
     args = p.parse_args()
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU thread(s)")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU thread(s), {os.cpu_count()} CPU(s); "
+          f"load average before: {load()}")
     if args.part in ("layer", "all"):
         bench_layer(args, device)
     if args.part in ("long", "all"):
         bench_long(args, device)
+    print(f"load average after: {load()}")
 
 
 if __name__ == "__main__":

@@ -7,15 +7,19 @@ opens one page in headless Chromium with every other host unresolvable, and
 
 * writes a PNG screenshot of it (look at it: the widget must be visible), and
 * with ``--check``, reads the page's DOM after its scripts ran (``--dump-dom``) and counts the widget views the
-  page embeds (``<script type="application/vnd.jupyter.widget-view+json">``) and the ones that rendered (a
-  ``div.widget-subarea`` holding ``lm-Widget`` / ``jupyter-widgets`` / ``widget-*`` elements). Exit status 1
-  when a view did not render, 2 when the page has no widget view at all.
+  page embeds (``<script type="application/vnd.jupyter.widget-view+json">``), the ones that rendered (a
+  ``div.widget-subarea`` holding ``lm-Widget`` / ``jupyter-widgets`` / ``widget-*`` elements) and the cell
+  errors the page shows (a traceback output, left by a cell that failed in a build without ``-W``).
+
+Exit status: 0 when the page is fine -- every widget view rendered, or the page simply has none (it says so);
+2 when a widget view did not render or the page shows a cell's traceback; 1 when the script itself could not
+run (no page, no Chromium, Chromium failed).
 
 Usage (from the repository root, after ``jupyter-book build .``)::
 
-    python scripts/screenshot_widget.py book/11_ulmfit.html                 # -> _build/screenshots/11_ulmfit.png
-    python scripts/screenshot_widget.py book/11_ulmfit.html --check -o shot.png
-    python scripts/screenshot_widget.py book/11_ulmfit.html --html-dir /tmp/wbook/_build/html --height 2400
+    python scripts/screenshot_widget.py book/12_transformer.html          # -> _build/screenshots/12_transformer.png
+    python scripts/screenshot_widget.py book/12_transformer.html --check -o shot.png --height 30000
+    python scripts/screenshot_widget.py book/01_ngram.html --html-dir /tmp/wbook/_build/html --height 2400
 
 Needs Chromium (Debian: ``apt-get install -y chromium``; or set ``CHROMIUM=/path/to/chrome``). Runs as root
 too (``--no-sandbox``). Only the Python standard library is used.
@@ -78,11 +82,13 @@ def chromium(binary: str, url: str, *args: str, wait_ms: int, size: tuple[int, i
 
 
 class WidgetCount(html.parser.HTMLParser):
-    """Counts embedded widget views and the ``div.widget-subarea`` that hold rendered widget elements."""
+    """Counts embedded widget views, the ``div.widget-subarea`` that hold rendered widget elements, and the cell
+    outputs that are tracebacks (myst-nb renders an error output as ``div.output.traceback``)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.views = 0
+        self.tracebacks = 0
         self.subareas: list[int] = []  # rendered widget elements inside each subarea
         self._depth = 0
         self._inside: int | None = None  # depth of the open subarea
@@ -92,6 +98,8 @@ class WidgetCount(html.parser.HTMLParser):
         classes = (a.get("class") or "").split()
         if tag == "script" and a.get("type") == VIEW_MIME:
             self.views += 1
+        if tag == "div" and "output" in classes and "traceback" in classes:
+            self.tracebacks += 1
         if self._inside is not None and (any(c in WIDGET_CLASSES for c in classes)
                                          or any(c.startswith("widget-") for c in classes)):
             self.subareas[-1] += 1
@@ -111,22 +119,29 @@ class WidgetCount(html.parser.HTMLParser):
 
 
 def check_dom(dom: str) -> int:
+    """0 if the page is fine (its widgets rendered, or it has none), 2 if a widget or a cell failed."""
     count = WidgetCount()
     count.feed(dom)
     rendered = sum(1 for n in count.subareas if n > 0)
+    status = 0
+    if count.tracebacks:
+        print(f"FAIL: the page shows {count.tracebacks} cell error(s) (a traceback output): a cell failed while the "
+              "book was built -- build with -W so that the build fails instead")
+        status = 2
+    if count.views == 0:
+        print("OK: the page has no widget view (nothing to render)" if not status else "the page has no widget view")
+        return status
     print(f"widget views embedded: {count.views}; rendered: {rendered} "
           f"(widget elements per view: {count.subareas})")
-    if count.views == 0:
-        print("FAIL: the page embeds no widget view")
-        return 2
     if rendered < count.views:
         print("FAIL: some widget views did not render (is book/_widgets wired in _config.yml?)")
-        return 1
-    print("OK: every widget view rendered")
-    return 0
+        return 2
+    if not status:
+        print("OK: every widget view rendered")
+    return status
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("page", help="page path inside the built HTML, e.g. book/11_ulmfit.html")
@@ -138,7 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--wait-ms", type=int, default=8000, help="virtual time the page's scripts get (default 8000)")
     p.add_argument("--timeout", type=float, default=120, help="seconds before Chromium is given up on")
     p.add_argument("--chromium", help="Chromium binary (default: $CHROMIUM or the first on PATH)")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
 
     html_dir = args.html_dir.resolve()
     page = args.page.lstrip("/")

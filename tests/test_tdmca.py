@@ -7,7 +7,9 @@ import torch
 
 from shoulders.config import ConfigError
 from shoulders.models.attention import MultiHeadAttention
-from shoulders.models.tdmca import LocalAttention, MemoryCompressedAttention, local_attention, tdmca_layers
+from shoulders.models.tdmca import (LocalAttention, MemoryCompressedAttention, causal_compressed_attention,
+                                   causal_compressed_attention_written_out, causal_compressed_mask, local_attention,
+                                   tdmca_layers)
 from shoulders.models.transformer_blocks import BlockConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -79,6 +81,44 @@ def test_causal_variants_never_see_the_future(make):
         torch.testing.assert_close(attn(x, causal=True)[0][:, :t + 1], attn(x2, causal=True)[0][:, :t + 1])
 
 
+@pytest.mark.parametrize("T,c,chunk", [(1, 3, 256), (2, 3, 256), (13, 3, 4), (13, 3, 256), (30, 2, 7),
+                                         (31, 4, 8), (25, 1, 5), (64, 3, 1)])
+def test_fused_causal_rule_agrees_with_the_written_out_one(T, c, chunk):
+    """The fused chunked kernel and the written-out softmax give the same outputs and the same gradients."""
+    g = torch.Generator().manual_seed(T * 100 + c)
+    q, k, v = (torch.randn(2, H, T, D // H, generator=g, requires_grad=True) for _ in range(3))
+    M = -(-T // c)
+    kc, vc = (torch.randn(2, H, M, D // H, generator=g, requires_grad=True) for _ in range(2))
+    fast = causal_compressed_attention(q, k, v, kc, vc, c, query_chunk=chunk)
+    slow = causal_compressed_attention_written_out(q, k, v, kc, vc, c)
+    torch.testing.assert_close(fast, slow, atol=1e-5, rtol=1e-5)
+    grad = torch.randn(fast.shape, generator=g)
+    g_fast = torch.autograd.grad(fast, (q, k, v, kc, vc), grad)
+    g_slow = torch.autograd.grad(slow, (q, k, v, kc, vc), grad)
+    for a, b in zip(g_fast, g_slow):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_the_module_runs_either_version_with_the_same_answer():
+    torch.manual_seed(6)
+    fused = MemoryCompressedAttention(D, H, compression=3, query_chunk=6).eval()
+    written = MemoryCompressedAttention(D, H, compression=3, written_out=True).eval()
+    written.load_state_dict(fused.state_dict())
+    x = x_of(20)
+    torch.testing.assert_close(fused(x, causal=True)[0], written(x, causal=True)[0], atol=1e-5, rtol=1e-5)
+
+
+def test_causal_mask_of_a_chunk():
+    """Queries 6..8 (window 2 of c=3) see slots 0 and 1 and their own window's raw keys up to themselves."""
+    mask = causal_compressed_mask(6, 9, slots=2, compression=3)
+    assert mask.tolist() == [[True, True, True, False, False],
+                             [True, True, True, True, False],
+                             [True, True, True, True, True]]
+    mask = causal_compressed_mask(3, 9, slots=2, compression=3)  # queries 3..8: window 1 sees only slot 0
+    assert mask[:3, :2].tolist() == [[True, False]] * 3 and mask[3:, :2].all()
+    assert not mask[:3, 2 + 3:].any() and not mask[3:, 2:2 + 3].any()  # never another window's raw keys
+
+
 def test_memory_compressed_attention_is_not_full_attention_when_compressing():
     torch.manual_seed(4)
     mca = MemoryCompressedAttention(D, H, compression=3).eval()
@@ -111,6 +151,8 @@ def test_bad_arguments_are_refused():
         tdmca_layers(BlockConfig(d_model=D, n_heads=H), "LXM")
     with pytest.raises(ConfigError, match="compression"):
         MemoryCompressedAttention(D, H, compression=0)
+    with pytest.raises(ConfigError, match="query_chunk"):
+        MemoryCompressedAttention(D, H, query_chunk=0)
     with pytest.raises(ConfigError, match="block_size"):
         LocalAttention(D, H, block_size=0)
     with pytest.raises(ValueError, match="no mask"):

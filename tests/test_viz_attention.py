@@ -10,9 +10,10 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from ipywidgets.widgets.widget_link import DirectionalLink, Link  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
 from shoulders import viz  # noqa: E402
-from shoulders.viz.attention import as_layers, attention_grid  # noqa: E402
+from shoulders.viz.attention import as_layers, attention_grid, head_figure  # noqa: E402
 
 
 def weights(L=2, B=2, H=3, Tq=4, Tk=5, seed=0):
@@ -56,7 +57,7 @@ def test_widget_has_a_stack_per_layer_and_a_child_per_head_all_jslinked(cross_vi
         assert isinstance(stack, widgets.Stack) and len(stack.children) == 4
         assert all(isinstance(c, widgets.Image) and bytes(c.value).startswith(b"\x89PNG") for c in stack.children)
         assert link.source == (wd.head_control, "index") and link.target == (stack, "selected_index")
-    assert wd.head_control in wd.children  # shown above the layer menu
+    assert list(wd.children[1:]) == [wd.control, wd.head_control, wd.stack]  # layer menu, head menu, the image
     images = {bytes(c.value) for s in wd.head_stacks for c in s.children}
     assert len(images) == 8  # every view is its own picture
 
@@ -80,3 +81,61 @@ def test_bad_inputs_are_refused():
         as_layers([np.zeros((2, 3, 3)), np.zeros((2, 3, 4))])
     with pytest.raises(IndexError):
         viz.attention_heads(weights(), ["a"], ["b"], layer=5)
+
+
+def texts_outside_the_figure(fig):
+    """Every visible text of ``fig`` (titles, tick labels, token labels) whose box sticks out of the canvas."""
+    canvas = FigureCanvasAgg(fig)  # a real layout and renderer, as savefig does
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    box = fig.bbox
+    drawn = list(fig.texts)  # the figure's title
+    for ax in fig.axes:
+        drawn += [ax.title, *ax.texts]  # the axes' titles and the line view's token labels
+        if ax.axison:  # tick labels are drawn only with the axes on
+            drawn += [*ax.get_xticklabels(), *ax.get_yticklabels()]
+    out = []
+    for text in [t for t in drawn if t.get_visible() and t.get_text()]:
+        e = text.get_window_extent(renderer)
+        if e.x0 < box.x0 - 1 or e.x1 > box.x1 + 1 or e.y0 < box.y0 - 1 or e.y1 > box.y1 + 1:
+            out.append((text.get_text(), tuple(round(v) for v in e.extents)))
+    return out
+
+
+def title_overlaps(fig):
+    """The axes (with their titles and labels) that the figure's title overlaps."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    title = fig._suptitle.get_window_extent(renderer)
+    return [ax for ax in fig.axes if ax.get_tightbbox(renderer).overlaps(title)]
+
+
+LONG = "cross-attention (rows: English written, columns: German): layer 1, head 1"
+
+
+@pytest.mark.parametrize("tokens", [["a", "b"], ["ein", "mann", "fährt", "."], [f"w{i}" for i in range(30)],
+                                    ["a", "remarkably-long-token-indeed", "b"]])
+@pytest.mark.parametrize("lines", [True, False])
+def test_every_head_image_keeps_its_title_and_labels_inside_the_canvas(tokens, lines):
+    """The widget's per-head image: a long title over a narrow heatmap used to be cut off on the left."""
+    w = np.full((len(tokens), len(tokens)), 1.0 / len(tokens))
+    fig = head_figure(w, tokens, tokens, LONG, lines=lines)
+    assert texts_outside_the_figure(fig) == [] and title_overlaps(fig) == []
+    assert fig._suptitle.get_text().replace("\n", " ") == LONG  # wrapped, never shortened
+
+
+@pytest.mark.parametrize("heads", [1, 3])
+def test_static_grid_keeps_its_title_inside_the_canvas(heads):
+    layer = np.full((heads, 3, 4), 0.25)
+    fig = attention_grid(layer, ["<bos>", "a", "man"], ["ein", "mann", "fährt", "."], LONG + ", with even more words")
+    assert texts_outside_the_figure(fig) == [] and title_overlaps(fig) == []
+
+
+def test_layer_and_head_menus_line_up(cross_view):
+    """One label width for both menus (the default 80 px against the layer menu's text-wide label did not)."""
+    wd = cross_view[0].widget
+    menus = [wd.control, wd.head_control]
+    assert all(isinstance(m, widgets.Dropdown) for m in menus)
+    assert wd.control.style.description_width == wd.head_control.style.description_width != ""
+    assert wd.control.layout.width == wd.head_control.layout.width

@@ -79,7 +79,7 @@ class TransformerConfig(Config):
     page_presets: ClassVar = {
         # chapter 12: the sequence lengths of the attention-cost measurement (timed median of ``timing_repeats``),
         # and the test BLEU the trained translator must reach (None: minutes of smoke training promise none)
-        "smoke": dict(attention_lengths=(256, 512, 1024), timing_repeats=1, min_bleu=None),
+        "smoke": dict(attention_lengths=(256, 512, 1024), timing_repeats=3, min_bleu=None),
         "cpu": dict(attention_lengths=(512, 1024, 2048), timing_repeats=3, min_bleu=15.0),
         "full": dict(attention_lengths=(512, 1024, 2048), timing_repeats=3, min_bleu=15.0),
     }

@@ -18,17 +18,20 @@ and GPT's and BERT's heads later. ``weights`` is what the models return for ever
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any, Sequence
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection
+from matplotlib.figure import Figure
 
 from .figure import DPI, BookFigure, figure_to_image_widget, subplots
 from .stack import StackView, stack_view
 from .view import View
 
-__all__ = ["attention_grid", "attention_heads", "attention_lines", "as_layers"]
+__all__ = ["attention_grid", "attention_heads", "attention_lines", "as_layers", "fit_title", "head_figure"]
 
 HINT = ("<small>Pick a layer and a head: left, row <i>i</i> of the heatmap is how query token <i>i</i> spreads its "
         "attention over the keys (each row sums to 1); right, the same weights as lines from each query (left) "
@@ -36,6 +39,25 @@ HINT = ("<small>Pick a layer and a head: left, row <i>i</i> of the heatmap is ho
 
 LINE_MIN = 0.02
 """Weights below this draw no line (they would be invisible, and there are T_q x T_k of them)."""
+
+MENU_LABEL_WIDTH = "3.5em"
+"""The layer and head menus get labels of one width, so that their boxes line up one above the other."""
+
+
+def fit_title(fig: Figure, text: str, fontsize: float = 9, top: float | None = 0.06) -> float:
+    """``fig.suptitle(text)`` centred and wrapped to the figure's width (never cut off at its edges); returns the
+    height it takes from the top of the figure, in inches (``top`` inches of margin above it included).
+
+    ``top=None`` leaves the title where matplotlib puts it (a constrained layout then makes room for it)."""
+    where = {} if top is None else dict(va="top", y=1 - top / fig.get_figheight())
+    title = fig.suptitle(text, fontsize=fontsize, x=0.5, ha="center", **where)
+    top = top or 0.0
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    room = 0.96 * fig.bbox.width  # pixels
+    width = title.get_window_extent(renderer).width
+    if width > room:  # wrap at the number of characters that fit, measured on this text
+        title.set_text("\n".join(textwrap.wrap(text, max(8, int(len(text) * room / width)))))
+    return title.get_window_extent(renderer).height / fig.dpi + top
 
 
 def as_layers(weights: Any, index: int = 0) -> np.ndarray:
@@ -83,8 +105,11 @@ def _heatmap(ax: Any, w: np.ndarray, tokens_q: Sequence[str], tokens_k: Sequence
     return im
 
 
-def attention_lines(ax: Any, w: np.ndarray, tokens_q: Sequence[str], tokens_k: Sequence[str], title: str = "") -> None:
-    """The token-to-token view: query tokens on the left, keys on the right, one line per weight (alpha = w)."""
+def attention_lines(ax: Any, w: np.ndarray, tokens_q: Sequence[str], tokens_k: Sequence[str], title: str = "",
+                    margin: float = 0.5) -> None:
+    """The token-to-token view: query tokens on the left, keys on the right, one line per weight (alpha = w).
+
+    The lines run from x = 0 to x = 1; ``margin`` (same units) is left on each side for the token labels."""
     Tq, Tk = w.shape
     yq = np.linspace(1.0, 0.0, Tq) if Tq > 1 else np.array([0.5])
     yk = np.linspace(1.0, 0.0, Tk) if Tk > 1 else np.array([0.5])
@@ -101,7 +126,7 @@ def attention_lines(ax: Any, w: np.ndarray, tokens_q: Sequence[str], tokens_k: S
         ax.text(-0.03, y, tok, ha="right", va="center", fontsize=fs)
     for y, tok in zip(yk, tokens_k):
         ax.text(1.03, y, tok, ha="left", va="center", fontsize=fs)
-    ax.set_xlim(-0.5, 1.5)
+    ax.set_xlim(-margin, 1.0 + margin)
     ax.set_ylim(-0.05, 1.05)
     ax.axis("off")
     if title:
@@ -124,24 +149,31 @@ def attention_grid(layer: np.ndarray, tokens_q: Sequence[str], tokens_k: Sequenc
         _heatmap(flat[h], layer[h], tokens_q, tokens_k, f"head {h + 1}", ylabels=col == 0,
                  xlabels=row == nrows - 1 or h + ncols >= H)
     if title:
-        fig.suptitle(title, fontsize=9)
+        fit_title(fig, title, top=None)  # the constrained layout makes room below it
     return fig
 
 
-def _head_figure(w: np.ndarray, tokens_q: Sequence[str], tokens_k: Sequence[str], title: str,
-                 lines: bool) -> BookFigure:
-    side = min(4.0, max(2.4, 0.18 * max(len(tokens_q), len(tokens_k)) + 1.0))
+def head_figure(w: np.ndarray, tokens_q: Sequence[str], tokens_k: Sequence[str], title: str,
+                lines: bool = True) -> BookFigure:
+    """One head, ``w`` ``(T_q, T_k)``: the heatmap and (``lines``) the token-to-token view, under one title that
+    spans both and wraps to the figure's width (the widget's image for that head)."""
+    side = min(4.0, max(2.4, 0.18 * max(len(tokens_q), len(tokens_k)) + 1.0))  # the heatmap, inches
     # fixed margins sized to the longest token (a constrained layout would cost twice the drawing time,
-    # and a widget draws L x H of these)
-    label = 0.065 * max(len(t) for t in [*tokens_q, *tokens_k]) + 0.15  # inches
-    width, height = side * (2.1 if lines else 1.0) + label, side + label
-    fig = BookFigure(figsize=(width, height))
-    axes = fig.subplots(1, 2 if lines else 1, squeeze=False)
-    fig.subplots_adjust(left=label / width, right=0.98, bottom=label / height, top=1 - 0.3 / height,
-                        wspace=0.35 * label + 0.15)
-    _heatmap(axes[0, 0], w, tokens_q, tokens_k, title)
+    # and a widget draws L x H of these): every length below is in inches
+    label = 0.065 * max(len(t) for t in [*tokens_q, *tokens_k]) + 0.15
+    core, gap, pad = 0.8 * side, 0.3, 0.1  # the line view's lines; the space between the panels; the right edge
+    width = label + side + pad + ((gap + label + core + label) if lines else 0.0)
+    fig = BookFigure(figsize=(width, side + label))
+    head = fit_title(fig, title, fontsize=8)  # wrapped to the width, so taller for a long title
+    sub = 0.35 if lines else 0.05  # the line view's own small title
+    height = side + label + head + sub
+    fig.set_size_inches(width, height)
+    fit_title(fig, title, fontsize=8)  # placed again at the top of the taller figure
+    _heatmap(fig.add_axes((label / width, label / height, side / width, side / height)), w, tokens_q, tokens_k, "")
     if lines:
-        attention_lines(axes[0, 1], w, tokens_q, tokens_k, "token to token")
+        left = label + side + gap
+        ax = fig.add_axes((left / width, label / height, (label + core + label) / width, side / height))
+        attention_lines(ax, w, tokens_q, tokens_k, "token to token", margin=label / core)
     return fig
 
 
@@ -181,18 +213,23 @@ def attention_heads(weights: Any, tokens_q: Sequence[str], tokens_k: Sequence[st
     figure = attention_grid(layers[layer], tokens_q, tokens_k, f"{title}, layer {layer + 1}", ncols)
     head_labels = [f"head {h + 1}" for h in range(H)] + ["all heads"]
     head_control = widgets.Dropdown(options=head_labels, index=0, description="head",
-                                    layout=widgets.Layout(width="max-content"))
+                                    layout=widgets.Layout(width="max-content"),
+                                    style={"description_width": MENU_LABEL_WIDTH})
     head_stacks, links = [], []
     for li in range(L):
-        children = [figure_to_image_widget(_head_figure(layers[li, h], tokens_q, tokens_k,
-                                                        f"{title}: layer {li + 1}, head {h + 1}", lines), dpi=dpi)
+        children = [figure_to_image_widget(head_figure(layers[li, h], tokens_q, tokens_k,
+                                                       f"{title}: layer {li + 1}, head {h + 1}", lines), dpi=dpi)
                     for h in range(H)]
         children.append(figure_to_image_widget(
             attention_grid(layers[li], tokens_q, tokens_k, f"{title}, layer {li + 1}", ncols), dpi=dpi))
         stack = widgets.Stack(children=children, selected_index=0)
         links.append(widgets.jslink((head_control, "index"), (stack, "selected_index")))
         head_stacks.append(stack)
+    hint = widgets.HTML(HINT)
     widget: StackView = stack_view([f"layer {li + 1}" for li in range(L)], head_stacks, description="layer",
-                                   index=layer, dpi=dpi, header=[widgets.HTML(HINT), head_control])
+                                   index=layer, dpi=dpi, header=[hint])
+    # the two menus one above the other, layer first, their labels one width so that the boxes line up
+    widget.control.style.description_width = MENU_LABEL_WIDTH
+    widget.children = (hint, widget.control, head_control, widget.stack)
     widget.head_control, widget.head_stacks, widget.head_links = head_control, head_stacks, links
     return View(figure, widget, weights=layers, tokens_q=tokens_q, tokens_k=tokens_k)
