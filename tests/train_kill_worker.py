@@ -5,6 +5,7 @@ ROOT (resuming from it when it holds one), and writes the final weights to OUT w
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -48,7 +49,9 @@ def main(root: str, out: str) -> None:
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     fit(model, batches, opt, steps=STEPS, checkpoint=root, checkpoint_every=1, callbacks=[Slow()], progress=False,
         device="cpu", seed=5)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, out)
+    partial = f"{out}.partial"  # written whole, then renamed: a kill during the save leaves no OUT
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, partial)
+    os.replace(partial, out)
     torch.set_num_threads(threads)
 
 
