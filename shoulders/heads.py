@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .models.ids import check_labels
 from .text.bert_inputs import IGNORE  # padding, special tokens, non-first word pieces: not scored
 from .text.task_features import best_span
 
@@ -92,6 +93,7 @@ class SequenceClassifier(Head):
         logits = self.classifier(self.dropout(out.pooled))  # (B, K)
         if labels is None:
             return logits
+        check_labels(labels, "labels", self.classifier.out_features)
         return {"loss": F.cross_entropy(logits, labels),
                 "acc": (logits.argmax(-1) == labels).float().mean(), "logits": logits}
 
@@ -116,6 +118,7 @@ class TokenTagger(Head):
         logits = self.classifier(self.dropout(out.hidden))  # (B, T, K)
         if labels is None:
             return logits
+        check_labels(labels, "labels", self.classifier.out_features, ignore_index=IGNORE)
         scored = labels != IGNORE  # (B, T)
         loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE)
         hits = (logits.argmax(-1) == labels) & scored  # (B, T)
@@ -150,6 +153,8 @@ class SpanExtractor(Head):
             return start, end
         if start_positions is None or end_positions is None:
             raise ValueError("give both start_positions and end_positions, or neither")
+        check_labels(start_positions, "start_positions", start.shape[1])  # token positions in [0, T)
+        check_labels(end_positions, "end_positions", end.shape[1])
         loss = (F.cross_entropy(start, start_positions) + F.cross_entropy(end, end_positions)) / 2
         acc = ((start.argmax(-1) == start_positions) & (end.argmax(-1) == end_positions)).float().mean()
         return {"loss": loss, "acc": acc, "start_logits": start, "end_logits": end}
@@ -169,11 +174,15 @@ class MultipleChoice(Head):
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None) -> torch.Tensor | dict[str, torch.Tensor]:
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 3:
+            got = tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
+            raise ValueError(f"input_ids must be (B, C, T): C candidates of T tokens per example, got {got}")
         B, C, T = input_ids.shape
         flat = [None if t is None else t.reshape(B * C, T) for t in (token_type_ids, attention_mask)]
         out = self.encoder(input_ids.reshape(B * C, T), token_type_ids=flat[0], attention_mask=flat[1])
         logits = self.scorer(self.dropout(out.pooled)).reshape(B, C)  # (B*C, 1) -> (B, C)
         if labels is None:
             return logits
+        check_labels(labels, "labels", C)  # the index of the right candidate
         return {"loss": F.cross_entropy(logits, labels),
                 "acc": (logits.argmax(-1) == labels).float().mean(), "logits": logits}

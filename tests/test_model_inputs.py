@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from shoulders.models.bert import BertConfig, BertForPreTraining
+from shoulders import heads
+from shoulders.models.bert import BertConfig, BertForPreTraining, BertModel
 from shoulders.models.ids import check_ids, check_labels
 from shoulders.models.transformer import TransformerConfig
 from shoulders.text import Vocab
@@ -71,3 +72,23 @@ def test_vocab_save_names_a_token_utf8_cannot_hold(tmp_path):
     with pytest.raises(ValueError, match=r"token \d \('\\udc80x'\) cannot be written as UTF-8"):
         vocab.save(tmp_path / "v.json")
     assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+def test_task_heads_name_bad_labels():
+    enc = BertModel(BertConfig.named("tiny", vocab_size=100, max_len=16))
+    ids = torch.tensor([[2, 7, 8, 3], [2, 9, 3, 0]])
+    with pytest.raises(ValueError, match=r"labels holds labels from 0 to 3 but must lie in \[0, 2\)"):
+        heads.SequenceClassifier(enc, 2)(ids, labels=torch.tensor([0, 3]))
+    with pytest.raises(TypeError, match="labels must be integer class ids"):
+        heads.SequenceClassifier(enc, 2)(ids, labels=torch.tensor([0.0, 1.0]))
+    with pytest.raises(ValueError, match=r"from 0 to 5 but must lie in \[0, 3\) \(or -100, ignored\)"):
+        heads.TokenTagger(enc, 3)(ids, labels=torch.tensor([[-100, 0, 5, -100], [-100, 1, -100, -100]]))
+    with pytest.raises(ValueError, match=r"end_positions holds labels from 1 to 9 but must lie in \[0, 4\)"):
+        heads.SpanExtractor(enc)(ids, start_positions=torch.tensor([1, 1]), end_positions=torch.tensor([1, 9]))
+    choice = heads.MultipleChoice(enc)
+    with pytest.raises(ValueError, match=r"input_ids must be \(B, C, T\)"):
+        choice(ids, labels=torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match=r"labels holds labels from 0 to 2 but must lie in \[0, 2\)"):
+        choice(torch.stack([ids, ids], 1), labels=torch.tensor([0, 2]))
+    out = choice(torch.stack([ids, ids], 1), labels=torch.tensor([0, 1]))
+    assert torch.isfinite(out["loss"])
