@@ -13,7 +13,7 @@ from ipywidgets.widgets.widget_link import DirectionalLink, Link  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
 from shoulders import viz  # noqa: E402
-from shoulders.viz.attention import as_layers, attention_grid, head_figure  # noqa: E402
+from shoulders.viz.attention import MAX_TOKENS, as_layers, attention_grid, head_figure  # noqa: E402
 
 
 def weights(L=2, B=2, H=3, Tq=4, Tk=5, seed=0):
@@ -139,3 +139,21 @@ def test_layer_and_head_menus_line_up(cross_view):
     assert all(isinstance(m, widgets.Dropdown) for m in menus)
     assert wd.control.style.description_width == wd.head_control.style.description_width != ""
     assert wd.control.layout.width == wd.head_control.layout.width
+
+
+def test_a_long_sequence_is_shown_through_a_window_of_readable_size():
+    T = MAX_TOKENS + 8
+    w = np.random.default_rng(0).dirichlet(np.ones(T), size=(2, 2, T))  # (L, H, T, T), rows sum to 1
+    tokens = [f"t{i}" for i in range(T)]
+    view = viz.attention_heads(w, tokens, lines=False)  # default: the first MAX_TOKENS positions
+    assert view.data["weights"].shape == (2, 2, MAX_TOKENS, MAX_TOKENS)
+    assert view.data["tokens_q"] == tokens[: MAX_TOKENS]
+    view = viz.attention_heads(w, tokens, lines=False, window=(5, 15))
+    assert np.array_equal(view.data["weights"], w[:, :, 5:15, 5:15]) and view.data["tokens_k"] == tokens[5:15]
+    assert "(tokens 6-15 of 40)" in view.figure._suptitle.get_text()
+    with pytest.raises(ValueError, match=r"window=\(0, 40\) shows 40 tokens: at most 32"):
+        viz.attention_heads(w, tokens, window=(0, T))
+    with pytest.raises(ValueError, match=r"must be \(start, stop\) with 0 <= start < stop <= 40"):
+        viz.attention_heads(w, tokens, window=(30, 50))
+    short = viz.attention_heads(w[:, :, :6, :6], tokens[:6], lines=False)  # short: everything, no window
+    assert short.data["weights"].shape == (2, 2, 6, 6)

@@ -31,7 +31,8 @@ from .figure import DPI, BookFigure, figure_to_image_widget, subplots
 from .stack import StackView, stack_view
 from .view import View
 
-__all__ = ["attention_grid", "attention_heads", "attention_lines", "as_layers", "fit_title", "head_figure"]
+__all__ = ["MAX_TOKENS", "attention_grid", "attention_heads", "attention_lines", "as_layers", "fit_title", "head_figure",
+           "token_window"]
 
 HINT = ("<small>Pick a layer and a head: left, row <i>i</i> of the heatmap is how query token <i>i</i> spreads its "
         "attention over the keys (each row sums to 1); right, the same weights as lines from each query (left) "
@@ -185,9 +186,28 @@ def _check_tokens(layers: np.ndarray, tokens_q: Sequence[str], tokens_k: Sequenc
     return layers[:, :, : len(tokens_q), : len(tokens_k)]  # cut the padding off
 
 
+MAX_TOKENS = 32  # more labels than this overlap on a figure of the book's width: show a window of them
+
+
+def token_window(n_q: int, n_k: int, window: tuple[int, int] | None, self_attention: bool) -> tuple[slice, slice]:
+    """The query and key positions to show: ``window=(start, stop)`` (positions of the sequence; for
+    self-attention the same window of queries and keys, for cross-attention a window of queries and every key),
+    by default all of them when there are at most :data:`MAX_TOKENS`, else the first :data:`MAX_TOKENS`."""
+    if window is None:
+        window = (0, min(n_q, MAX_TOKENS))
+    start, stop = window
+    if not 0 <= start < stop <= n_q:
+        raise ValueError(f"window={window!r} must be (start, stop) with 0 <= start < stop <= {n_q} (the query "
+                         f"tokens)")
+    if stop - start > MAX_TOKENS:
+        raise ValueError(f"window={window!r} shows {stop - start} tokens: at most {MAX_TOKENS} stay readable")
+    keys = slice(start, stop) if self_attention else slice(0, min(n_k, MAX_TOKENS))
+    return slice(start, stop), keys
+
+
 def attention_heads(weights: Any, tokens_q: Sequence[str], tokens_k: Sequence[str] | None = None, *,
                     index: int = 0, layer: int = 0, title: str = "attention", lines: bool = True,
-                    ncols: int = 4, dpi: int = DPI) -> View:
+                    ncols: int = 4, dpi: int = DPI, window: tuple[int, int] | None = None) -> View:
     """Every layer and head of one sentence's attention: a static grid plus a layer x head widget.
 
     Args:
@@ -197,6 +217,9 @@ def attention_heads(weights: Any, tokens_q: Sequence[str], tokens_k: Sequence[st
             (self-attention). Weights are cut to these lengths, so padding can be left out.
         index: the sentence of a batch. layer: the layer of the static figure and the widget's first view.
         title: e.g. ``"encoder self-attention"``, ``"cross-attention"``. lines: add the token-to-token view.
+        window: ``(start, stop)``, the positions shown (at most :data:`MAX_TOKENS`, so that the labels can be
+            read); by default the whole sequence when it is that short, else its first :data:`MAX_TOKENS`. The
+            weights shown are the model's, over the whole sequence: a window cuts the view, not the softmax.
 
     Returns:
         a :class:`~shoulders.viz.View`; ``view.widget`` is a :class:`~shoulders.viz.StackView` over layers
@@ -204,9 +227,15 @@ def attention_heads(weights: Any, tokens_q: Sequence[str], tokens_k: Sequence[st
         Stack per layer, ``H + 1`` children: the heads, then "all heads"); ``view.data["weights"]`` is the
         ``(L, H, T_q, T_k)`` array shown.
     """
+    self_attention = tokens_k is None
     tokens_q = [str(t) for t in tokens_q]
     tokens_k = tokens_q if tokens_k is None else [str(t) for t in tokens_k]
     layers = _check_tokens(as_layers(weights, index), tokens_q, tokens_k)  # (L, H, T_q, T_k)
+    rows, cols = token_window(len(tokens_q), len(tokens_k), window, self_attention)
+    if (rows.stop - rows.start, cols.stop - cols.start) != (len(tokens_q), len(tokens_k)):
+        layers = layers[:, :, rows, cols]  # (L, H, window, window)
+        title = f"{title} (tokens {rows.start + 1}-{rows.stop} of {len(tokens_q)})"
+        tokens_q, tokens_k = tokens_q[rows], tokens_k[cols]
     L, H = layers.shape[:2]
     if not 0 <= layer < L:
         raise IndexError(f"layer {layer} out of range for {L} layers")
