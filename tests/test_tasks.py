@@ -7,10 +7,11 @@ import re
 import string
 import unicodedata
 from collections import Counter
+import numpy as np
 import pytest
 import torch
 
-from shoulders.data import SNLI_LABELS, WNUT17_TAGS, copa, mirror_root, snli, squad, sst2, wnut17
+from shoulders.data import SNLI_LABELS, WNUT17_TAGS, copa, copa_split, mirror_root, snli, squad, sst2, wnut17
 from shoulders.text.bert_inputs import collate
 from shoulders.text.task_features import (
     SquadExample, choice_features, classification_features, span_features, span_predictions, split_articles,
@@ -173,9 +174,27 @@ def test_copa_items():
     assert original == {("cause", 0): 123, ("cause", 1): 127, ("effect", 0): 120, ("effect", 1): 130}
     first = items[0]
     assert first == {"id": 1, "premise": "My body cast a shadow over the grass.", "choice1": "The sun was rising.",
-                     "choice2": "The grass was cut.", "question": "cause", "label": 0, "mirrored": False}
+                     "choice2": "The grass was cut.", "question": "cause", "label": 0, "mirrored": False, "pair": 1}
     mirror = next(i for i in items if i["id"] == 1001)  # same alternatives, the other one is right
     assert (mirror["choice1"], mirror["choice2"], mirror["mirrored"]) == (first["choice2"], first["choice1"], True)
+    assert mirror["pair"] == 1
+
+
+@needs_copa
+def test_copa_split_keeps_each_pair_on_one_side():
+    items = copa(root=MIRROR / "copa-balanced")
+    train, held = copa_split(items, 500, seed=0)
+    assert len(train) == 500 and len(held) == 500
+    assert sorted(i["id"] for i in train + held) == sorted(i["id"] for i in items)  # a partition
+    assert not {i["pair"] for i in train} & {i["pair"] for i in held}  # no pair cut in two
+    assert copa_split(items, 500, seed=0) == (train, held) and copa_split(items, 500, seed=1) != (train, held)
+    assert len(copa_split(items, 301)[0]) == 300  # whole pairs only
+    # the random split this replaces cut most pairs in two
+    order = np.random.default_rng(0).permutation(len(items))
+    old_train = {items[i]["pair"] for i in order[:500]}
+    assert len(old_train & {items[i]["pair"] for i in order[500:]}) > 200
+    with pytest.raises(ValueError, match="n_train must be between 0 and the 1000 items"):
+        copa_split(items, 1001)
 
 
 def test_split_articles_disjoint_deterministic_covering():

@@ -46,14 +46,14 @@ from .mirror import mirror_folder, mirror_root
 from .parallel import MULTI30K_SPLITS, multi30k, tatoeba_fra_eng
 from .registry import REGISTRY, credits, info, names, path
 from .sentiment import IMDB_SPLITS, SST2_LABELS, imdb, sst2, sst_trees
-from .tasks import SNLI_LABELS, SQUAD_SPLITS, WNUT17_SPLITS, WNUT17_TAGS, copa, snli, squad, wnut17
+from .tasks import SNLI_LABELS, SQUAD_SPLITS, WNUT17_SPLITS, WNUT17_TAGS, copa, copa_split, snli, squad, wnut17
 
 __all__ = [
     "EOS", "IMDB_SPLITS", "MULTI30K_SPLITS", "REGISTRY", "SNLI_LABELS", "SQUAD_SPLITS", "SST2_LABELS",
     "WIKITEXT2_SPLITS", "WNUT17_SPLITS", "WNUT17_TAGS",
     "ArchiveError", "CacheError", "Checksum", "ChecksumError", "Citation", "Dataset", "DatasetError", "Download",
     "DownloadError", "LocalFile", "Member", "MirrorChecksumError", "MirrorError", "UnknownDatasetError",
-    "cache_root", "copa", "credits", "imdb", "info", "mirror_folder", "mirror_root", "multi30k", "names", "path",
+    "cache_root", "copa", "copa_split", "credits", "imdb", "info", "mirror_folder", "mirror_root", "multi30k", "names", "path",
     "snli", "squad", "sst2", "sst_trees", "tatoeba_fra_eng", "text8", "tiny_shakespeare", "wikitext103",
     "wikitext2", "wikitext_detokenize", "wikitext_documents", "wnut17",
 ]

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from .provide import Root, folder, local_file
 
 __all__ = [
     "COPA_BALANCED", "SNLI", "SNLI_LABELS", "SNLI_TRAIN", "SQUAD_SPLITS", "SQUAD_V11", "SQUAD_V11_TRAIN", "WNUT17",
-    "WNUT17_SPLITS", "WNUT17_TAGS", "copa", "snli", "squad", "wnut17",
+    "WNUT17_SPLITS", "WNUT17_TAGS", "copa", "copa_split", "snli", "squad", "wnut17",
 ]
 
 SNLI_LABELS = ("entailment", "neutral", "contradiction")
@@ -334,9 +336,10 @@ def copa(root: Root = None) -> list[dict[str, Any]]:
     """Balanced COPA (Kavumba et al. 2019) over the COPA dev set (Roemmele et al. 2011): 1,000 two-choice items.
 
     Each item: ``{"id", "premise", "choice1", "choice2", "question" ("cause"/"effect"), "label" (0 or 1),
-    "mirrored"}``. The XML has no mirrored attribute: ids 1-500 are the original COPA dev items and ids 1001-1500
-    their B-COPA mirrors (same alternatives, a new premise for which the other alternative is right), so
-    ``mirrored`` is ``id > 1000``.
+    "mirrored", "pair"}``. The XML has no mirrored attribute: ids 1-500 are the original COPA dev items and ids
+    1001-1500 their B-COPA mirrors (same alternatives, a new premise for which the other alternative is right), so
+    ``mirrored`` is ``id > 1000`` and ``pair`` (the original's id) is ``id % 1000``. Split them with
+    :func:`copa_split`, which keeps the two items of a pair on the same side.
     """
     tree = ET.parse(local_file(COPA_BALANCED, _COPA, root))
     items = []
@@ -347,5 +350,32 @@ def copa(root: Root = None) -> list[dict[str, Any]]:
             raise ValueError(f"copa item {i}: asks-for={question!r}")
         items.append({"id": i, "premise": item.findtext("p").strip(), "choice1": item.findtext("a1").strip(),
                       "choice2": item.findtext("a2").strip(), "question": question,
-                      "label": int(item.get("most-plausible-alternative")) - 1, "mirrored": i > 1000})
+                      "label": int(item.get("most-plausible-alternative")) - 1, "mirrored": i > 1000,
+                      "pair": i % 1000})
     return items
+
+
+def copa_split(items: Sequence[Mapping[str, Any]], n_train: int, seed: int = 0
+               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Balanced COPA items cut into (train, held out) by **pair**: an original item and its mirror always land on
+    the same side, the pairs in a random order drawn from ``seed``, ``n_train`` items (rounded down to whole
+    pairs) for training.
+
+    Why by pair: the two items of a pair share their alternatives with opposite answers (Kavumba et al. 2019,
+    §3). Split at random, a model that learns "this alternative is the right one" from a training item gets its
+    mirror in the held-out set wrong, and scores *below* chance for a reason that has nothing to do with causal
+    reasoning.
+    """
+    pairs: dict[int, list[dict[str, Any]]] = {}
+    for item in items:
+        pairs.setdefault(int(item["pair"]), []).append(dict(item))
+    if not 0 <= n_train <= len(items):
+        raise ValueError(f"n_train must be between 0 and the {len(items)} items, got {n_train}")
+    keys = sorted(pairs)
+    order = [keys[i] for i in random.Random(seed).sample(range(len(keys)), len(keys))]
+    train: list[dict[str, Any]] = []
+    held: list[dict[str, Any]] = []
+    for key in order:
+        group = sorted(pairs[key], key=lambda it: it["id"])
+        (train if len(train) + len(group) <= n_train and not held else held).extend(group)
+    return train, held
