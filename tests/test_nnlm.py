@@ -2,6 +2,9 @@
 formula y = b + Wx + U tanh(d + Hx), one-batch overfit, and the window batches."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -130,3 +133,98 @@ def test_unigram_bias_starts_the_model_at_the_unigram_model():
     torch.testing.assert_close(model.logits(x).softmax(-1), expected.expand(3, 50).float())
     with pytest.raises(ValueError):
         init_unigram_bias_(model.output_bias, torch.ones(49))
+
+
+def test_token_logprobs_give_the_perplexity_and_follow_the_stream():
+    from shoulders.evaluate.perplexity import perplexity, token_logprobs
+    sh.seed(0)
+    cfg = small(n=3, vocab_size=4, eval_batch_size=3)
+    model = cfg.build()
+    stream = LMStream(torch.tensor([2, 3, 2, 1, 3, 0, 2]), Vocab(["<unk>", "<eos>", "a", "b"]))
+    lp = token_logprobs(model, cfg.batches(stream, train=False))
+    assert lp.dtype == np.float64 and lp.shape == (7,)  # one per token of the stream, <eos>-padded windows
+    ctx = torch.tensor([[1, 1], [1, 2], [2, 3], [3, 2], [2, 1], [1, 3], [3, 0]])
+    expected = model.logits(ctx).log_softmax(-1)[torch.arange(7), stream.ids]
+    np.testing.assert_allclose(lp, expected.detach().double().numpy(), rtol=1e-6)
+    assert math.isclose(math.exp(-lp.mean()), perplexity(model, cfg.batches(stream, train=False)), rel_tol=1e-5)
+
+
+def test_interpolation_of_two_models_against_the_closed_form():
+    from shoulders.evaluate.perplexity import fit_interpolation, interpolate, interpolated_perplexity
+    # two kinds of token, equally many: model a gives them 0.5 and 0.1, model b 0.1 and 0.4. The likelihood's
+    # derivative  d1 / (b1 + lam d1) + d2 / (b2 + lam d2) = 0  (d = a - b)  gives lam* = -(d1 b2 + d2 b1) / (2 d1 d2)
+    pa, pb = np.array([0.5, 0.1] * 50), np.array([0.1, 0.4] * 50)
+    d1, d2, b1, b2 = 0.4, -0.3, 0.1, 0.4
+    lam_star = -(d1 * b2 + d2 * b1) / (2 * d1 * d2)  # 13/24
+    lam = fit_interpolation(np.log(pa), np.log(pb))
+    assert lam == pytest.approx(lam_star, abs=1e-9)
+    mix = lam_star * pa + (1 - lam_star) * pb
+    np.testing.assert_allclose(interpolate(np.log(pa), np.log(pb), lam_star), np.log(mix), rtol=1e-12)
+    expected_ppl = ((lam_star * 0.5 + (1 - lam_star) * 0.1) * (lam_star * 0.1 + (1 - lam_star) * 0.4)) ** -0.5
+    assert interpolated_perplexity(np.log(pa), np.log(pb), lam) == pytest.approx(expected_ppl, rel=1e-12)
+    # the ends: lam = 1 and 0 are the models themselves; the mixture at lam* beats both
+    assert interpolated_perplexity(np.log(pa), np.log(pb), 1.0) == pytest.approx((0.5 * 0.1) ** -0.5)
+    assert interpolated_perplexity(np.log(pa), np.log(pb), 0.0) == pytest.approx((0.1 * 0.4) ** -0.5)
+    assert expected_ppl < min((0.5 * 0.1) ** -0.5, (0.1 * 0.4) ** -0.5)
+    # a model that is better on every token takes all the weight; one that is never better, none
+    assert fit_interpolation(np.log(pa), np.log(pa / 2)) == 1.0
+    assert fit_interpolation(np.log(pa / 2), np.log(pa)) == 0.0
+    # EM (deleted interpolation) converges to the same weight
+    em = 0.5
+    for _ in range(2_000):
+        r = em * pa / (em * pa + (1 - em) * pb)
+        em = r.mean()
+    assert em == pytest.approx(lam, abs=1e-6)
+    # a token that one model rules out (P = 0, ln P = -inf) is fine as long as the other allows it
+    # (derivative 1/lam - 0.3/(0.4 - 0.3 lam) = 0 at lam = 2/3)
+    assert fit_interpolation(np.log([0.5, 0.1]), [-np.inf, np.log(0.4)]) == pytest.approx(2 / 3, abs=1e-9)
+    with pytest.raises(ValueError):
+        interpolate(np.log(pa), np.log(pb[:-1]), 0.5)
+    with pytest.raises(ValueError):
+        interpolate(np.log(pa), np.log(pb), 1.5)
+
+
+def test_importance_sampling_loss_is_the_estimate_its_docstring_states():
+    """Bengio & Senecal's estimate: ln((1/k) sum_i e^{y_{j_i}} / Q(j_i)) - y_w with j_i drawn from Q."""
+    sh.seed(0)
+    cfg = small(direct=True, samples=7)
+    model = cfg.build()
+    counts = torch.arange(1.0, 51.0)
+    model.init_unigram_(counts)
+    torch.testing.assert_close(model.proposal.sum(), torch.tensor(1.0))
+    torch.testing.assert_close(model.proposal.log(), model.output_bias.detach())  # Q = the starting unigram model
+    x, y = cfg.example_batch(4)
+    torch.manual_seed(3)
+    loss = model.sampled_loss(x, y)
+    torch.manual_seed(3)
+    drawn = torch.multinomial(model.proposal, 7, replacement=True)
+    logits = model.logits(x)
+    log_z = torch.logsumexp(logits[:, drawn] - model.proposal[drawn].log(), dim=1) - math.log(7)
+    torch.testing.assert_close(loss, (log_z - logits[torch.arange(4), y]).mean())
+    # training mode uses it, evaluation mode always the exact cross-entropy
+    torch.manual_seed(3)
+    torch.testing.assert_close(model(x, y), loss)
+    model.eval()
+    torch.testing.assert_close(model(x, y), F.cross_entropy(logits, y))
+    # with many samples the estimate approaches the exact loss
+    model.train()
+    with torch.no_grad():
+        exact, estimate = F.cross_entropy(logits, y), model.sampled_loss(x, y, samples=200_000)
+    assert abs(float(estimate) - float(exact)) < 0.02
+    with pytest.raises(sh.config.ConfigError):
+        small(samples=0)
+
+
+def test_importance_sampling_trains_the_exact_loss_down():
+    sh.seed(0)
+    cfg = small(vocab_size=40, hidden=32, emb_dim=16, samples=16)
+    model = cfg.build()
+    model.init_unigram_(torch.ones(40))
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(40, (16, cfg.n), generator=g)
+    x, y = ids[:, :-1], ids[:, -1]
+    before = float(F.cross_entropy(model.logits(x), y).detach())
+    sh.train.fit(model, [(x, y)], torch.optim.Adam(model.parameters(), lr=3e-2), steps=150, progress=False,
+                 device="cpu")
+    model.eval()
+    assert float(model(x, y).detach()) < 0.2 * before

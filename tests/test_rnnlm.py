@@ -237,7 +237,10 @@ def test_adaptive_softmax_is_a_normalised_distribution_and_its_loss(kind):
 def test_adaptive_softmax_costs_fewer_parameters_than_the_full_one():
     full = make("lstm", vocab_size=V, emb_dim=16, hidden=16)
     cheap = adaptive()
-    n = lambda m: sum(p.numel() for p in m.out.parameters())
+
+    def n(m):
+        return sum(p.numel() for p in m.out.parameters())
+
     assert n(cheap) < n(full)
 
 

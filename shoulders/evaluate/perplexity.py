@@ -4,15 +4,23 @@ Jelinek, Mercer, Bahl & Baker (1977) introduced it as a measure of how hard a te
 branching factor): the exponential of the per-token cross-entropy, PPL = exp(-1/N sum_i log P(w_i | w_<i)).
 Bengio et al. (2003, sec. 4: "the geometric average of 1/P(w_t | w_1^{t-1})") and Mikolov et al. (2010) report it
 on held-out text exactly so, over every token of the split.
+
+Two models that predict the same tokens can also be *mixed*: P = lambda P_a + (1 - lambda) P_b is again a
+language model, and its perplexity needs only each model's per-token log-probabilities
+(:func:`token_logprobs` for a network, ``NGramLM.token_logprobs`` for a counting model). Bengio et al. (2003,
+Tables 1-2, the "mixture" rows) and Mikolov et al. (2010) interpolate their networks with a smoothed n-gram model
+this way; the one weight is fitted by maximum likelihood on held-out text (:func:`fit_interpolation`), never on the
+text whose perplexity is reported.
 """
 from __future__ import annotations
 
 import math
 from typing import Iterable
 
+import numpy as np
 import torch
 
-__all__ = ["perplexity"]
+__all__ = ["fit_interpolation", "interpolate", "interpolated_perplexity", "perplexity", "token_logprobs"]
 
 
 @torch.no_grad()
@@ -46,3 +54,85 @@ def perplexity(model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, tor
     if count == 0:
         raise ValueError("perplexity needs at least one batch with targets")
     return math.exp(total / count)
+
+
+@torch.no_grad()
+def token_logprobs(model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
+                   device: torch.device | str | None = None) -> np.ndarray:
+    """ln P(y | x) of every target, in the order of ``batches``: a float64 array of N = sum of ``y.numel()``.
+
+    For a model whose ``logits(x)`` gives unnormalised log-probabilities of shape ``y.shape + (|V|,)`` (the window
+    LMs of chapter 2: NNLM, LBL). With the in-order evaluation batches (``cfg.batches(stream, train=False)``) this
+    is one entry per token of the stream, aligned with an n-gram model's ``token_logprobs`` of the same lines, and
+    ``exp(-mean)`` is :func:`perplexity`.
+    """
+    was_training = model.training
+    model.eval()
+    dev = torch.device(device) if device is not None else next(model.parameters()).device
+    out = []
+    for x, y in batches:
+        logits = model.logits(x.to(dev)).float()
+        lp = torch.log_softmax(logits, dim=-1).gather(-1, y.to(dev).unsqueeze(-1)).squeeze(-1)
+        out.append(lp.reshape(-1).double().cpu())
+    model.train(was_training)
+    return torch.cat(out).numpy() if out else np.zeros(0)
+
+
+def _pair(logp_a, logp_b) -> tuple[np.ndarray, np.ndarray]:
+    a = np.asarray(logp_a, dtype=np.float64).reshape(-1)
+    b = np.asarray(logp_b, dtype=np.float64).reshape(-1)
+    if a.shape != b.shape:
+        raise ValueError(f"the two models must score the same tokens: {a.size} and {b.size} log-probabilities")
+    if a.size == 0:
+        raise ValueError("no tokens: the log-probabilities are empty")
+    return a, b
+
+
+def _check_lam(lam: float) -> float:
+    if not 0.0 <= lam <= 1.0:
+        raise ValueError(f"the interpolation weight must be in [0, 1], got {lam}")
+    return float(lam)
+
+
+def interpolate(logp_a, logp_b, lam: float) -> np.ndarray:
+    """ln(lam P_a + (1 - lam) P_b) of each token, from the two models' ln P of the same tokens (stable in logs)."""
+    a, b = _pair(logp_a, logp_b)
+    lam = _check_lam(lam)
+    if lam == 1.0:
+        return a.copy()
+    if lam == 0.0:
+        return b.copy()
+    return np.logaddexp(math.log(lam) + a, math.log1p(-lam) + b)
+
+
+def interpolated_perplexity(logp_a, logp_b, lam: float) -> float:
+    """exp(-mean ln(lam P_a + (1 - lam) P_b)): the perplexity of the mixture of two models on the same tokens."""
+    return float(np.exp(-interpolate(logp_a, logp_b, lam).mean()))
+
+
+def fit_interpolation(logp_a, logp_b, tol: float = 1e-12) -> float:
+    """The weight lam in [0, 1] that maximises the likelihood of the tokens under lam P_a + (1 - lam) P_b.
+
+    The log-likelihood L(lam) = sum_i ln(lam P_a(i) + (1 - lam) P_b(i)) is concave, so its maximum is where the
+    derivative L'(lam) = sum_i (P_a(i) - P_b(i)) / (lam P_a(i) + (1 - lam) P_b(i)) -- decreasing in lam -- crosses
+    zero, or an end of [0, 1] if it does not; bisection finds it to ``tol``. (Jelinek & Mercer's (1980) deleted
+    interpolation reaches the same point with EM, lam <- mean of lam P_a / (lam P_a + (1 - lam) P_b), more
+    slowly.) Fit it on held-out tokens and report the mixture's perplexity on others.
+    """
+    a, b = _pair(logp_a, logp_b)
+    top = np.maximum(a, b)
+    pa, pb = np.exp(a - top), np.exp(b - top)  # each token's two probabilities over the larger: in [0, 1]
+
+    def slope(lam: float) -> float:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(np.sum((pa - pb) / (lam * pa + (1.0 - lam) * pb)))
+
+    if slope(0.0) <= 0.0:
+        return 0.0
+    if slope(1.0) >= 0.0:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if slope(mid) > 0.0 else (lo, mid)
+    return 0.5 * (lo + hi)

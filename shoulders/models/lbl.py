@@ -28,7 +28,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import ConfigError
-from .nnlm import NGramLMConfig
+from .nnlm import NGramLMConfig, init_unigram_bias_
 
 __all__ = ["LBL", "LBLConfig"]
 
@@ -87,6 +87,10 @@ class LBL(nn.Module):
     def output_bias(self) -> nn.Parameter:
         """b, the |V| word biases (see :func:`shoulders.models.nnlm.init_unigram_bias_`)."""
         return self.b
+
+    def init_unigram_(self, counts: torch.Tensor) -> None:
+        """Start at the unigram model: b = the add-one unigram log-probabilities of the training ``counts``."""
+        init_unigram_bias_(self.b, counts)
 
     def extra_repr(self) -> str:
         return f"n={self.cfg.n}, d={self.cfg.emb_dim}"

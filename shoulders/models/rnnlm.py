@@ -33,7 +33,8 @@ continue each other row by row, so the state at the end of window k is the right
 :func:`shoulders.train.fit`: it keeps the final state of each window, *detached* (gradients stop at the window
 boundary -- the truncation -- but the values still remember the text before), starts every pass over the data from
 a zero state, and goes into checkpoints so a resumed run continues exactly. :func:`shoulders.evaluate.perplexity`
-with ``carry_state=True`` evaluates the same way. Without them (``model(x, y)``) every window starts from zeros, as in chapter 0.
+with ``carry_state=True`` evaluates the same way. Without them (``model(x, y)``) every window starts from zeros, as in
+chapter 0.
 """
 from __future__ import annotations
 
