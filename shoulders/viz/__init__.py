@@ -12,6 +12,7 @@ Public surface:
 * :func:`lr_curves` -- every learning-rate schedule with sliders, plus the lr a run recorded (:class:`View`);
 * :func:`stack_view` / :class:`StackView` -- precomputed images (or any widgets) switched in the browser;
 * :class:`View` -- a static figure plus a widget, displayed in that order;
+* :func:`transfer_bars` -- pre-trained against from scratch and the baseline, task by task, seeds as dots;
 * :func:`figure_to_png`, :func:`figure_to_image_widget`, :func:`subplots`, :class:`BookFigure` -- figures
   outside pyplot, and their PNG inside an ``ipywidgets.Image``.
 """
@@ -24,6 +25,7 @@ from .live import LivePlot
 from .lr import default_schedules, lr_curves, lr_figure, recorded_lr, schedule_steps
 from .next_word import next_word_explorer, next_word_figure, top_k
 from .stack import StackView, stack_view
+from .transfer import transfer_bars
 from .view import View
 
 __all__ = [
@@ -47,4 +49,5 @@ __all__ = [
     "subplots",
     "top_k",
     "training_curves",
+    "transfer_bars",
 ]

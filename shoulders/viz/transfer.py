@@ -1,0 +1,64 @@
+"""Pre-trained against from scratch, task by task: the picture of chapter 14's table.
+
+Each task is a panel with three bars -- the label-blind baseline, the network trained from random initialisation,
+the same network fine-tuned from the pre-trained weights -- and, where a row was run with several seeds, each
+seed's score as a dot on its bar, so that a gain can be read against the spread of the seeds (Devlin et al. 2019,
+Table 1 reports such comparisons; the dots are what a single number hides).
+
+The rows are the dictionaries that :func:`shoulders.recipes.finetune.compare` returns (or
+:func:`~shoulders.recipes.finetune.rows_from_ledger` rebuilds): ``{"metric", "baseline", "pre-trained": {"score",
+"scores"}, "from scratch": {...}}``.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .figure import BookFigure, subplots
+
+__all__ = ["transfer_bars"]
+
+ENCODERS = ("from scratch", "pre-trained")
+COLOURS = {"baseline": "#bbbbbb", "from scratch": "#9ecae1", "pre-trained": "#08519c"}
+
+
+def transfer_bars(results: Mapping[str, Mapping[str, Any]], title: str = "", ncols: int = 3) -> BookFigure:
+    """One panel per task of ``results`` ({task: row}): baseline, from scratch and pre-trained as bars (the mean
+    over seeds), every seed as a dot, the gain of pre-training over from scratch written above the panel."""
+    if not results:
+        raise ValueError("transfer_bars needs at least one task's row")
+    tasks = list(results)
+    ncols = min(ncols, len(tasks))
+    nrows = -(-len(tasks) // ncols)
+    fig, axes = subplots(nrows, ncols, figsize=(2.6 * ncols, 2.4 * nrows), squeeze=False)
+    for ax, task in zip(axes.flat, tasks):
+        row = results[task]
+        missing = [k for k in ("metric", "baseline", *ENCODERS) if k not in row]
+        if missing:
+            raise ValueError(f"{task}: the row lacks {missing} (give rows as shoulders.recipes.finetune.compare "
+                             f"returns them)")
+        names = ["baseline", *ENCODERS]
+        means = [float(row["baseline"])] + [float(row[e]["score"]) for e in ENCODERS]
+        ax.bar(range(3), means, color=[COLOURS[n] for n in names], width=0.7)
+        for i, e in enumerate(ENCODERS, start=1):
+            seeds = np.asarray(row[e].get("scores", [row[e]["score"]]), dtype=float)
+            if len(seeds) > 1:
+                ax.plot(np.full(len(seeds), i) + np.linspace(-0.15, 0.15, len(seeds)), seeds, "o", ms=3,
+                        color="black", zorder=3)
+        for i, m in enumerate(means):
+            ax.text(i, m, f"{m:.1f}", ha="center", va="bottom", fontsize=7)
+        gain = means[2] - means[1]
+        ax.set_title(f"{task}\npre-training {gain:+.1f}", fontsize=8)
+        ax.set_xticks(range(3))
+        ax.set_xticklabels(["baseline", "scratch", "pre-trained"], fontsize=7)
+        ax.set_ylabel(row["metric"], fontsize=7)
+        ax.tick_params(axis="y", labelsize=7)
+        top = max(means + [float(s) for e in ENCODERS for s in row[e].get("scores", [])])
+        ax.set_ylim(0, max(1.0, top) * 1.18)
+    for ax in list(axes.flat)[len(tasks):]:
+        ax.set_visible(False)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return fig

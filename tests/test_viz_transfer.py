@@ -1,0 +1,39 @@
+"""shoulders.viz.transfer_bars: chapter 14's table as bars, one panel per task, seeds as dots."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from shoulders import viz  # noqa: E402
+
+ROWS = {
+    "SST-2": {"metric": "accuracy %", "baseline": 50.9, "pre-trained": {"score": 76.1, "scores": [75.5, 76.2, 76.6]},
+              "from scratch": {"score": 77.0, "scores": [75.6, 77.4, 78.0]}},
+    "SNLI": {"metric": "accuracy %", "baseline": 34.3, "pre-trained": {"score": 55.0, "scores": [55.0]},
+             "from scratch": {"score": 50.2, "scores": [50.2]}},
+}
+
+
+def test_bars_are_the_means_and_dots_the_seeds():
+    fig = viz.transfer_bars(ROWS, title="t")
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == 2
+    sst = visible[0]
+    heights = [p.get_height() for p in sst.patches]
+    assert heights == pytest.approx([50.9, 77.0, 76.1])
+    dots = np.concatenate([line.get_ydata() for line in sst.lines])
+    assert sorted(dots) == sorted([75.5, 76.2, 76.6, 75.6, 77.4, 78.0])
+    assert "pre-training -0.9" in sst.get_title()
+    assert not visible[1].lines  # one seed: no dots
+    assert "pre-training +4.8" in visible[1].get_title()
+
+
+def test_a_row_that_is_not_compare_s_is_named():
+    with pytest.raises(ValueError, match=r"SQuAD: the row lacks \['from scratch'\]"):
+        viz.transfer_bars({"SQuAD": {"metric": "F1", "baseline": 5.3, "pre-trained": {"score": 6.8}}})
+    with pytest.raises(ValueError, match="at least one task"):
+        viz.transfer_bars({})
