@@ -92,3 +92,51 @@ def test_task_heads_name_bad_labels():
         choice(torch.stack([ids, ids], 1), labels=torch.tensor([0, 2]))
     out = choice(torch.stack([ids, ids], 1), labels=torch.tensor([0, 1]))
     assert torch.isfinite(out["loss"])
+
+
+def _window_models():
+    from shoulders.models.lbl import LBLConfig
+    from shoulders.models.nnlm import NNLMConfig
+
+    return [c.preset("smoke", vocab_size=50) for c in (NNLMConfig, LBLConfig)]
+
+
+@pytest.mark.parametrize("cfg", _window_models(), ids=lambda c: type(c).__name__)
+def test_window_language_models_name_bad_contexts_and_targets(cfg):
+    model = cfg.build()
+    x, y = cfg.example_batch()
+    k = cfg.n - 1
+    with pytest.raises(ValueError, match=r"x holds ids from .* but must lie in \[0, 50\)"):
+        model(x + 100, y)
+    with pytest.raises(ValueError, match=rf"x must hold {k} ids per row \(the model's window\), got shape \(2, {k + 1}\)"):
+        model(torch.cat([x, x[:, :1]], 1), y)
+    with pytest.raises(TypeError, match="x must hold integer token ids"):
+        model(x.float(), y)
+    with pytest.raises(ValueError, match=r"y holds labels from .* must lie in \[0, 50\)"):
+        model(x, y + 100)
+    with pytest.raises(ValueError, match="x is an empty batch"):
+        model(x[:0], y[:0])
+    assert torch.isfinite(model(x, y))
+
+
+def test_cw_and_recurrent_lms_name_bad_ids():
+    from shoulders.models.cw import CWConfig
+    from shoulders.models.rnnlm import RNNLMConfig
+
+    cw = CWConfig.preset("smoke", vocab_size=50).build()
+    windows = cw.cfg.example_batch()
+    with pytest.raises(ValueError, match=r"windows holds ids from .* must lie in \[0, 50\)"):
+        cw(windows + 100)
+    with pytest.raises(ValueError, match=r"corrupt holds ids from .* must lie in \[0, 50\)"):
+        cw(windows, torch.full((2, 3), 77))
+    with pytest.raises(ValueError, match=r"windows must hold \d+ ids per row"):
+        cw(windows[:, :-1])
+    rnn = RNNLMConfig.preset("smoke", vocab_size=50, adaptive_cutoffs=None).build()
+    x, y = rnn.cfg.example_batch()
+    with pytest.raises(ValueError, match=r"x holds ids from .* must lie in \[0, 50\)"):
+        rnn(x + 100, y)
+    with pytest.raises(ValueError, match=r"y holds labels from .* must lie in \[0, 50\)"):
+        rnn(x, y - 100)
+    with pytest.raises(ValueError, match="x holds sequences of length 0"):
+        rnn(x[:, :0], y[:, :0])
+    assert torch.isfinite(rnn(x, y)) and torch.isfinite(cw(windows))

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from ..config import ConfigError
 from ..text.stream import LMStream
 from ..text.windows import WindowBatches, window_batches
+from .ids import check_ids
 from .nnlm import WindowLMConfig
 
 __all__ = ["CW", "CWConfig", "corrupt_centre", "hinge_rank_loss"]
@@ -110,6 +111,7 @@ class CW(nn.Module):
 
     def score(self, windows: torch.Tensor) -> torch.Tensor:
         """f(s) for each window: (..., k) ids -> (...,) scores."""
+        check_ids(windows, "windows", self.cfg.vocab_size, dims=None, width=self.cfg.window)
         feats = self.embed(windows).flatten(-2)  # (..., k d): the concatenated lookups
         return self.score_out(F.hardtanh(self.hidden(feats))).squeeze(-1)  # (...,)
 
@@ -139,8 +141,10 @@ class CW(nn.Module):
 
         ``corrupt`` (B, K) gives the replacement centre words; ``None`` draws ``cfg.negatives`` per window.
         """
+        check_ids(windows, "windows", self.cfg.vocab_size, width=self.cfg.window)  # (B, k)
         if corrupt is None:
             corrupt = self.sample_corruptions(windows.shape[0], self.cfg.negatives, windows.device)
+        check_ids(corrupt, "corrupt", self.cfg.vocab_size)  # (B, K) replacement centre words
         real = self.score(windows)  # (B,)
         fake = self.score(corrupt_centre(windows, corrupt))  # (B, K)
         return hinge_rank_loss(real, fake)

@@ -16,10 +16,10 @@ def _describe(x: torch.Tensor) -> str:
 
 
 def check_ids(x: torch.Tensor, name: str, vocab_size: int, *, dims: int | None = 2, allow_empty: bool = False,
-              low: int = 0) -> None:
-    """``x`` must be an integer tensor of ``dims`` dimensions (``None``: any), with values in
-    ``[low, vocab_size)``, not empty unless ``allow_empty``; else a ValueError/TypeError naming ``name``, its shape
-    and dtype, and the allowed range."""
+              low: int = 0, width: int | None = None) -> None:
+    """``x`` must be an integer tensor of ``dims`` dimensions (``None``: any), ``width`` ids in its last dimension
+    when given (a window model's context), with values in ``[low, vocab_size)``, not empty unless
+    ``allow_empty``; else a ValueError/TypeError naming ``name``, its shape and dtype, and the allowed range."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a tensor of token ids, got {type(x).__name__}")
     if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
@@ -28,6 +28,8 @@ def check_ids(x: torch.Tensor, name: str, vocab_size: int, *, dims: int | None =
     if dims is not None and x.dim() != dims:
         want = "(B, T)" if dims == 2 else "(B,)" if dims == 1 else f"{dims} dimensions"
         raise ValueError(f"{name} must be {want}, got {_describe(x)}")
+    if width is not None and (x.dim() == 0 or x.shape[-1] != width):
+        raise ValueError(f"{name} must hold {width} ids per row (the model's window), got {_describe(x)}")
     if x.numel() == 0:
         if allow_empty:
             return

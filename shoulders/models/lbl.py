@@ -28,6 +28,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import ConfigError
+from .ids import check_ids, check_labels
 from .nnlm import NGramLMConfig, init_unigram_bias_
 
 __all__ = ["LBL", "LBLConfig"]
@@ -72,6 +73,7 @@ class LBL(nn.Module):
 
     def predict(self, x: torch.Tensor) -> torch.Tensor:
         """The predicted representation r_hat: x (B, n-1) ids -> (B, d)."""
+        check_ids(x, "x", self.cfg.vocab_size, width=self.cfg.context)
         r = self.R(x)  # (B, n-1, d)
         return torch.einsum("ked,bkd->be", self.C, r)  # sum_i C_i r_{w_i}: (C_i r)_e = sum_d C_i[e, d] r_d
 
@@ -81,7 +83,9 @@ class LBL(nn.Module):
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Mean cross-entropy (nats per token) of the next words y (B,) given their contexts x (B, n-1)."""
-        return F.cross_entropy(self.logits(x), y)
+        logits = self.logits(x)  # (B, |V|)
+        check_labels(y, "y", self.cfg.vocab_size)
+        return F.cross_entropy(logits, y)
 
     @property
     def output_bias(self) -> nn.Parameter:

@@ -35,6 +35,7 @@ from ..config import Config, ConfigError
 from ..text.lm_data import unigram_log_probs
 from ..text.stream import LMStream
 from ..text.windows import WindowBatches, ngram_batches
+from .ids import check_ids, check_labels
 
 __all__ = ["NGramLMConfig", "NNLM", "NNLMConfig", "WindowLMConfig", "init_unigram_bias_", "nnlm_param_count"]
 
@@ -202,6 +203,7 @@ class NNLM(nn.Module):
 
     def features(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The concatenated context features x (B, (n-1)m) and the hidden layer tanh(d + H x) (B, h)."""
+        check_ids(x, "x", self.cfg.vocab_size, width=self.cfg.context)  # (B, n-1)
         feats = self.drop(self.C(x).flatten(1))  # (B, (n-1)m): the concatenation x of the paper
         return feats, self.drop(torch.tanh(self.H(feats)))
 
@@ -226,8 +228,9 @@ class NNLM(nn.Module):
         k = samples or self.cfg.samples
         if not k:
             raise ValueError("sampled_loss needs a number of samples (the config's samples, or samples=)")
-        drawn = torch.multinomial(self.proposal, k, replacement=True)  # (k,) word ids from Q
         feats, hidden = self.features(x)
+        check_labels(y, "y", self.cfg.vocab_size)
+        drawn = torch.multinomial(self.proposal, k, replacement=True)  # (k,) word ids from Q
         target = (hidden * self.U.weight[y]).sum(1) + self.U.bias[y]  # (B,) y_w
         others = hidden @ self.U.weight[drawn].t() + self.U.bias[drawn]  # (B, k) y_j of the drawn words
         if self.W is not None:
@@ -243,7 +246,9 @@ class NNLM(nn.Module):
         evaluation mode always the exact value over the whole vocabulary."""
         if self.training and self.cfg.samples:
             return self.sampled_loss(x, y)
-        return F.cross_entropy(self.logits(x), y)
+        logits = self.logits(x)  # (B, |V|)
+        check_labels(y, "y", self.cfg.vocab_size)
+        return F.cross_entropy(logits, y)
 
     @torch.no_grad()
     def init_unigram_(self, counts: torch.Tensor) -> None:

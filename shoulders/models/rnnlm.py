@@ -48,6 +48,7 @@ import torch.nn.functional as F
 from ..config import Config, ConfigError
 from ..text.lm_data import unigram_log_probs
 from ..text.stream import BPTTBatches, LMStream
+from .ids import check_ids, check_labels
 from .nnlm import init_unigram_bias_
 
 __all__ = ["LSTMLM", "LSTMLMConfig", "RNNLM", "RNNLMConfig", "RecurrentLM", "RecurrentLMConfig", "State"]
@@ -229,6 +230,7 @@ class RecurrentLM(nn.Module):
 
     def hidden(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
         """The top layer's outputs (after dropout) that the output layer reads: x (B, T) -> ((B, T, H), state)."""
+        check_ids(x, "x", self.cfg.vocab_size)  # (B, T)
         h, state = self.recurrent(self.drop(self.embed(x)), state)  # (B, T, H)
         return self.drop(h), state
 
@@ -249,6 +251,8 @@ class RecurrentLM(nn.Module):
         ``{"loss": loss, "state": final state}`` -- the form :func:`shoulders.train.fit` accepts (the state is not
         logged) and :class:`shoulders.train.CarryState` uses.
         """
+        check_ids(x, "x", self.cfg.vocab_size)  # (B, T), before the labels: the inputs are named first
+        check_labels(y, "y", self.cfg.vocab_size)
         if self.adaptive:  # the adaptive softmax scores only the targets' clusters: no (B, T, |V|) tensor
             h, new = self.hidden(x, state)  # (B, T, H)
             loss = self.out(h.flatten(0, 1), y.flatten()).loss
