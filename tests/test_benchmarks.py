@@ -92,6 +92,15 @@ def test_ngram_smallest():
 @NO_WIKITEXT
 def test_word2vec_smallest():
     gensim = importlib.util.find_spec("gensim") is not None
-    out = run("benchmarks/word2vec.py", "--epochs", "1", "--tokens", "20000", "--repeats", "1", "--workers", "1",
-              *([] if gensim else ["--no-gensim"]))
-    assert "shoulders seed" in out
+    out = run("benchmarks/word2vec.py", "--tiny", *([] if gensim else ["--no-gensim"]))
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    for output in ("softmax", "hs", "ns"):  # --part update-cost: one row per output layer, a time per |V|
+        assert any(line.startswith(f"| {output} | ") and line.count("|") == 4 for line in rows), f"no {output} row"
+    for n in (1, 2):  # --part train: each side's speed row at N threads, with the ratio to gensim beside ours
+        ours = [line for line in rows if line.startswith("| shoulders (") and f" | {n} | " in line]
+        assert len(ours) == 1, f"no speed row for shoulders at {n} thread(s)"
+        if gensim:
+            assert any(line.startswith(f"| gensim | {n} | ") for line in rows)
+            ratio = ours[0].rstrip(" |").split(" | ")[-2]
+            assert float(ratio) > 0, ours[0]
+    assert "load average at start:" in out and "load average at the end:" in out

@@ -118,3 +118,24 @@ def test_damped_update_of_shared_nodes(one_thread):
     _, dh_damped = damped.sgd_step(h, y, 0.1)
     torch.testing.assert_close(dh_plain, dh_damped)
     torch.testing.assert_close(damped.weight - w0, (plain.weight - w0) / 3.0)  # the root: 9 visits
+
+
+def test_proximal_update_of_shared_nodes(one_thread):
+    """rule="prox": a node's summed step is divided by 1 + lr * sum_b sigma'(x_b) |h_b|^2 (its summed loss's
+    curvature), so a lone visit with a small step is nearly word2vec.c's, and a crowded node is held back."""
+    torch.manual_seed(3)
+    tree = huffman_tree([3, 1])  # one inner node, the root
+    plain, prox = HierarchicalSoftmax(tree, 4, rule="sum"), HierarchicalSoftmax(tree, 4, rule="prox")
+    torch.nn.init.normal_(plain.weight)
+    prox.weight.data.copy_(plain.weight.data)
+    w0 = plain.weight.detach().clone()
+    h, y, lr = torch.randn(9, 4), torch.randint(2, (9,)), 0.1
+    f = torch.sigmoid(h @ w0[0])  # (9,)
+    curvature = float((f * (1 - f) * h.square().sum(1)).sum())
+    _, dh_plain = plain.sgd_step(h, y, lr)
+    _, dh_prox = prox.sgd_step(h, y, lr)
+    torch.testing.assert_close(dh_plain, dh_prox)  # dL/dh is the same
+    torch.testing.assert_close(prox.weight - w0, (plain.weight - w0) / (1 + lr * curvature))
+    assert prox.damp_shared and not plain.damp_shared
+    with pytest.raises(ValueError):
+        HierarchicalSoftmax(tree, 4, rule="mean")

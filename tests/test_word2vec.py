@@ -232,6 +232,54 @@ def test_shuffled_runs_cover_every_centre_once():
         w2v.Word2VecConfig(shuffle_run=-1)
 
 
+def test_epoch_parts_split_the_batches():
+    """parts = n (Hogwild workers): the parts share one subsample and order and take every n-th batch, so
+    together they visit every kept centre once; each part's raw count ends at its share of the corpus."""
+    lines = [[f"w{(7 * i + j) % 50}" for j in range(20)] for i in range(30)]  # 600 tokens
+    cfg = w2v.Word2VecConfig(dim=4, window=2, min_count=1, sample=1e-3, batch_words=40, arch="cbow")
+    corpus = wv.prepare(cfg, lines)
+    batches = cfg.batches(corpus)
+    whole = torch.cat([b[1] for b, _ in batches.epoch(3)])
+    parts = [list(batches.epoch(3, p, 3)) for p in range(3)]
+    centres = torch.cat([b[1] for part in parts for b, _ in part])
+    assert sorted(centres.tolist()) == sorted(whole.tolist()) and len(whole) < 600  # subsampled, same tokens
+    assert sum(part[-1][1] for part in parts) == pytest.approx(600, abs=3)
+    second = list(batches.epoch(3))[1][0][1]  # the whole epoch's second batch is part 1's first
+    assert sorted(parts[1][0][0][1].tolist()) == sorted(second.tolist())
+    with pytest.raises(ValueError):
+        list(batches.epoch(0, 3, 3))
+
+
+def test_hogwild_workers_train_one_model():
+    """workers=2: a forked worker and this process update the same shared tables (Hogwild); together they read
+    every epoch's words once, the rate decays over all of them, and the model learns."""
+    if wv._fork_context() is None:
+        pytest.skip("no fork on this platform: workers > 1 falls back to one")
+    g = torch.Generator().manual_seed(0)
+    lines = []
+    for _ in range(600):
+        ctx = ["x", "y"] if torch.rand((), generator=g) < 0.5 else ["u", "v"]
+        w = "a" if torch.rand((), generator=g) < 0.5 else "b"
+        lines.append([ctx[0], w, ctx[1]] if ctx[0] == "x" else [ctx[0], "z", ctx[1]])
+    cfg = w2v.Word2VecConfig(dim=10, window=2, negatives=2, min_count=1, sample=0, epochs=10, batch_words=64,
+                             lr=0.05, share_negatives=1, workers=2)  # 7 words: 0.2 diverges even on one worker
+    corpus = wv.prepare(cfg, lines)
+    torch.manual_seed(0)
+    model = cfg.build(corpus.counts)
+    threads = torch.get_num_threads()
+    hist = wv.train_word2vec(model, corpus, cfg, progress=False, evaluate=lambda m: {"norm": float(m.vectors().norm())},
+                             eval_every=10)
+    assert torch.get_num_threads() == threads  # restored
+    assert hist.last("words") == pytest.approx(cfg.epochs * len(corpus), abs=cfg.epochs * 2)
+    assert hist.series("loss")[1][-1] < hist.series("loss")[1][0] and hist.last("lr") < cfg.lr * 0.2
+    assert len(hist.series("norm")[0]) >= 2
+    W = torch.nn.functional.normalize(model.vectors(), dim=1)
+    i = corpus.vocab.stoi
+    assert float(W[i["a"]] @ W[i["b"]]) > float(W[i["a"]] @ W[i["z"]]) + 0.3  # the children's updates landed
+    with pytest.raises(ConfigError):
+        w2v.Word2VecConfig(workers=0)
+
+
 def test_steps_budget_and_cbow_batches(one_thread):
     lines = [["a", "b", "c", "d", "e"]] * 40
     cfg = w2v.Word2VecConfig(arch="cbow", output="hs", dim=4, window=2, min_count=1, sample=0, batch_words=10)

@@ -307,10 +307,10 @@ class SubwordSkipGram(nn.Module):
         The paper scores with the *sum* of the rows (Bojanowski et al. 2017, eq. 3: s(w, c) = sum_g z_g^T v_c), so
         each z_g's gradient is the full gradient of the score; fastText's code computes h as their mean (a
         1/|G_w| rescaling of the score) and still adds the undivided dL/dh to each row (``Model::update``: only the
-        supervised model divides by the bag size). Giving each row its 1/|G_w| share instead -- the exact
-        gradient of the mean -- trains a ~22-row bag ~22 times more slowly: on WikiText-2 at ``cpu`` scale
-        (5 epochs) analogy accuracy 16.7% instead of 42.1%, WS-353 0.17 instead of 0.40. ``mask`` is unused
-        (the signature of :meth:`Word2Vec.sgd_step`, so word2vec's loop drives both)."""
+        supervised model divides by the bag size). This is fastText's own update, not a departure from it.
+        Giving each row its 1/|G_w| share instead -- the exact gradient of the mean -- would move a ~22-row bag's
+        rows ~22 times less per step (chapter 6, exercise 6). ``mask`` is unused (the signature of
+        :meth:`Word2Vec.sgd_step`, so word2vec's loop drives both)."""
         ids, offsets = self.bags(x)
         h = self.embed(ids, offsets)  # (B, d), the mean of each bag's rows
         loss, dh = self.out.sgd_step(h, y, lr, **out_kwargs)

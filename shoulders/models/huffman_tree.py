@@ -121,9 +121,14 @@ class HierarchicalSoftmax(nn.Module):
     leaf (for tests and small vocabularies); ``sgd_step`` is word2vec.c's update without autograd.
     """
 
-    def __init__(self, tree: HuffmanTree, dim: int, damp_shared: bool = True):
+    RULES = ("sqrt", "sum", "prox")
+
+    def __init__(self, tree: HuffmanTree, dim: int, damp_shared: bool = True, rule: str | None = None):
         super().__init__()
-        self.damp_shared = bool(damp_shared)  # see sgd_step
+        rule = rule if rule is not None else ("sqrt" if damp_shared else "sum")
+        if rule not in self.RULES:
+            raise ValueError(f"rule must be one of {self.RULES}, got {rule!r}")
+        self.rule = rule  # the batch rule of sgd_step
         self.register_buffer("codes", tree.codes, persistent=False)  # (V, L)
         self.register_buffer("points", tree.points, persistent=False)  # (V, L)
         self.register_buffer("path_mask", tree.mask, persistent=False)  # (V, L)
@@ -148,18 +153,42 @@ class HierarchicalSoftmax(nn.Module):
         sign = 1.0 - 2.0 * self.codes.to(h.dtype)  # (V, L)
         return (F.logsigmoid(sign * xs) * self.path_mask).sum(-1).reshape(-1, V)  # (B, V)
 
-    @torch.no_grad()
-    def sgd_step(self, h: torch.Tensor, y: torch.Tensor, lr: float,
-                 damp_shared: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """One SGD step on the node vectors, by hand: returns (summed loss, dL/dh (B, d)).
+    @property
+    def damp_shared(self) -> bool:
+        """``True`` unless the batch rule is the plain sum (the older name of :attr:`rule`)."""
+        return self.rule != "sum"
 
-        ``damp_shared`` (default: the layer's ``damp_shared``, ``True``) divides the summed update of a
-        node visited by n examples of the batch by sqrt(n); ``False`` is the plain gradient step on the summed
-        loss (exact, but it diverges for batches of more than a few dozen examples).
+    @damp_shared.setter
+    def damp_shared(self, value: bool) -> None:
+        self.rule = "sqrt" if value else "sum"
+
+    @torch.no_grad()
+    def sgd_step(self, h: torch.Tensor, y: torch.Tensor, lr: float, damp_shared: bool | None = None,
+                 rule: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """One SGD step on the node vectors, by hand: returns (summed loss, dL/dh (B, d)).
 
         With f = sigma(v'^T h) and label 1 - code, word2vec.c does ``g = (1 - code - f) * lr``,
         ``neu1e += g v'``, ``v' += g h``; here dL/dx = f - (1 - code) on each node of the path.
+
+        word2vec.c makes those updates one pair after another, each seeing the last; a batch computes them all
+        from the same old node vectors, and every path starts at the root, so near the root one batch holds
+        hundreds of stale updates of the same vector. ``rule`` (default: the layer's :attr:`rule`) says what a
+        node visited n times in the batch receives:
+
+        * ``"sum"`` -- their plain sum: the gradient step on the batch's summed loss (word2vec.c's updates, added
+          up). Near the root it can overshoot and diverge (``benchmarks/word2vec.py --output hs``);
+        * ``"sqrt"`` -- the sum divided by sqrt(n): bounded like a sum of random terms;
+        * ``"prox"`` -- the sum divided by 1 + lr * sum_b sigma'(x_b) |h_b|^2, the curvature of the node's summed
+          loss: a scalar stand-in for the implicit (proximal) step that n sequential updates approximate. A
+          node whose summed curvature is small -- any node visited a few times -- takes word2vec.c's summed
+          step; a crowded one a step its curvature can bear.
+
+        ``damp_shared`` (the older switch) ``True`` means ``"sqrt"``, ``False`` ``"sum"``.
         """
+        if rule is None:
+            rule = self.rule if damp_shared is None else ("sqrt" if damp_shared else "sum")
+        if rule not in self.RULES:
+            raise ValueError(f"rule must be one of {self.RULES}, got {rule!r}")
         mask = self.path_mask[y]  # (B, L)
         b, l = mask.nonzero(as_tuple=True)  # (n,): only the real steps of each path, not the padding
         rows = self.points[y[b], l]  # (n,) the inner nodes visited
@@ -167,15 +196,17 @@ class HierarchicalSoftmax(nn.Module):
         x = torch.linalg.vecdot(V_n, h_n)  # (n,): v'^T h
         code = self.codes[y[b], l].to(h.dtype)  # (n,)
         loss = -F.logsigmoid((1.0 - 2.0 * code) * x).sum()
-        dx = torch.sigmoid(x) - (1.0 - code)  # (n,)
+        f = torch.sigmoid(x)
+        dx = f - (1.0 - code)  # (n,)
         dh = add_rows_(torch.zeros_like(h), b, V_n * dx[:, None])  # (B, d), from the old v'
-        damp_shared = self.damp_shared if damp_shared is None else damp_shared
-        if damp_shared:
-            # every path starts at the root, so near the root one batch holds hundreds of updates to the same
-            # vector, all computed from its old value; summed they overshoot and diverge (word2vec.c applies them
-            # one by one, each seeing the last). Dividing a node's sum by sqrt(visits) keeps its step bounded
-            # like a sum of random terms; a node visited once takes exactly the plain SGD step.
+        if rule == "sqrt":
+            # dividing a node's sum by sqrt(visits) keeps its step bounded like a sum of random terms; a node
+            # visited once takes exactly the plain SGD step
             visits = torch.bincount(rows, minlength=self.weight.shape[0]).to(dx.dtype)  # (V-1,)
             dx = dx / visits[rows].sqrt()  # (n,): scaling the scalar, not the (n, d) gradient
+        elif rule == "prox":
+            curvature = torch.zeros(self.weight.shape[0], dtype=dx.dtype, device=dx.device)  # (V-1,)
+            curvature.index_add_(0, rows, f * (1.0 - f) * h_n.square().sum(1))  # sum_b sigma'(x_b) |h_b|^2
+            dx = dx / (1.0 + lr * curvature[rows])
         add_rows_(self.weight, rows, h_n * (-lr * dx)[:, None])  # v' -= lr * dx * h
         return loss, dh

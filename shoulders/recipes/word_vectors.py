@@ -16,10 +16,13 @@
 """
 from __future__ import annotations
 
+import multiprocessing
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -60,10 +63,59 @@ def prepare(cfg: Any, lines: Iterable[Sequence[str]] | None = None) -> WordCorpu
 
 
 # -- word2vec.c's SGD (word2vec, fastText subwords) ---------------------------------------------------------------
+# per worker, in shared memory: corpus words read, summed loss, predictions, batches done
+_WORDS, _LOSS, _PREDICTIONS, _STEPS = range(4)
+
+
+def _fork_context() -> Any | None:
+    """multiprocessing's fork context where the platform has one (Linux, macOS), else ``None``."""
+    try:
+        return multiprocessing.get_context("fork")
+    except ValueError:
+        return None
+
+
+def _train_part(model: nn.Module, batches: Any, cfg: Word2VecConfig, part: int, parts: int, epochs: int, N: int,
+                steps: int | None, shared: np.ndarray, after_batch: Callable[[int, float, float], None] | None,
+                ) -> None:
+    """One worker's share of word2vec.c's SGD: the batches ``part, part + parts, ...`` of every epoch; the learning
+    rate follows the words read by *all* workers (``shared``, one row per worker), as in word2vec.c, where the
+    threads share ``word_count_actual``."""
+    dev = next(model.parameters()).device
+    noise_gen = torch.Generator(device=dev).manual_seed(cfg.seed + 7 + 7_919 * part)
+    planned, row = epochs * N, shared[part]
+    for ep in range(epochs):
+        done = 0
+        for batch, raw in batches.epoch(ep, part, parts):
+            if steps is not None:
+                frac = shared[:, _STEPS].sum() / steps
+                if frac >= 1.0:
+                    return
+            else:
+                frac = shared[:, _WORDS].sum() / planned
+            lr = cfg.lr * max(cfg.min_lr_ratio, 1.0 - frac)
+            x, y = batch[0], batch[1]
+            mask = batch[2] if len(batch) > 2 else None
+            kw = {}
+            if cfg.output == "ns":
+                G = cfg.share_negatives
+                kw["noise"] = model.out.sampler.sample((-(-y.shape[0] // G), cfg.negatives), noise_gen)
+                kw["group"] = G
+            loss = float(model.sgd_step(x, y, mask=mask, lr=lr, **kw))
+            row[_WORDS] += raw - done
+            row[_LOSS] += loss
+            row[_PREDICTIONS] += y.shape[0]
+            row[_STEPS] += 1
+            done = raw
+            if after_batch is not None:
+                after_batch(ep, lr, loss / y.shape[0])
+
+
 def train_word2vec(model: nn.Module, corpus: WordCorpus, cfg: Word2VecConfig | None = None, *,
                    epochs: int | None = None, steps: int | None = None, progress: bool = True,
                    evaluate: Callable[[nn.Module], Mapping[str, float]] | None = None,
-                   eval_every: int | None = None, device: torch.device | str | None = None) -> History:
+                   eval_every: int | None = None, device: torch.device | str | None = None,
+                   workers: int | None = None) -> History:
     """Train with word2vec.c's SGD: lr = lr0 * max(min_lr_ratio, 1 - words done / words planned), linear.
 
     ``model`` has ``sgd_step(x, y, mask=, lr=, **noise)`` (a :class:`~shoulders.models.word2vec.Word2Vec` or a
@@ -72,65 +124,96 @@ def train_word2vec(model: nn.Module, corpus: WordCorpus, cfg: Word2VecConfig | N
     :class:`~shoulders.train.History` with ``loss`` (mean per prediction), ``lr``, ``words`` (corpus tokens
     read), ``words_per_s``, ``time`` and ``epoch`` every 20 batches, and the ``evaluate`` metrics every
     ``eval_every`` batches and at the end; the bar counts words (or steps).
+
+    ``workers`` (default ``cfg.workers``) > 1 trains as word2vec.c and gensim do with several threads --
+    *Hogwild* (Niu, Recht, Ré & Wright 2011): the model's tables move to shared memory, ``workers - 1`` forked
+    processes and this one each take their share of every epoch's batches (:meth:`Word2VecBatches.epoch`
+    ``part``) and update the shared tables without locks, each on one CPU thread. The rare collisions (two
+    workers adding to the same row at once) lose an update now and then, which SGD shrugs off; the run is then
+    not bit-for-bit repeatable. CPU only (on another device, or without ``fork``, one worker trains).
     """
     cfg = cfg or model.cfg
     epochs = cfg.epochs if epochs is None else int(epochs)
-    if epochs < 1 or (steps is not None and steps < 1):
-        raise ValueError(f"epochs and steps must be >= 1, got {epochs}, {steps}")
+    workers = int(getattr(cfg, "workers", 1) if workers is None else workers)
+    if epochs < 1 or (steps is not None and steps < 1) or workers < 1:
+        raise ValueError(f"epochs, steps and workers must be >= 1, got {epochs}, {steps}, {workers}")
     dev = torch.device(device) if device is not None else next(model.parameters()).device
     model.to(dev)
+    context = _fork_context()
+    if workers > 1 and (dev.type != "cpu" or context is None):
+        warnings.warn(f"workers={workers}: Hogwild workers need the CPU and fork; training with one", stacklevel=2)
+        workers = 1
     corpus = corpus.to(dev)
     batches = cfg.batches(corpus)
     N = len(corpus)
-    planned = epochs * N
-    noise_gen = torch.Generator(device=dev).manual_seed(cfg.seed + 7)
-    tracker = Tracker(planned if steps is None else steps, evaluate=evaluate, eval_every=eval_every,
-                      progress=progress, desc=f"word2vec {cfg.arch}/{cfg.output}",
+    total = epochs * N if steps is None else steps
+    tracker = Tracker(total, evaluate=evaluate, eval_every=eval_every, progress=progress,
+                      desc=f"word2vec {cfg.arch}/{cfg.output}" + (f" x{workers}" if workers > 1 else ""),
                       unit="word" if steps is None else "step")
-    step, start, words, lr, ep = 0, time.perf_counter(), 0, cfg.lr, 0
-    acc_loss, acc_n = 0.0, 0
+    shared_t = torch.zeros(workers, 4, dtype=torch.float64)
+    if workers > 1:
+        shared_t.share_memory_()
+        model.share_memory()  # the tables every worker updates in place (Hogwild)
+    shared = shared_t.numpy()
+    start = time.perf_counter()
+    seen = {"step": 0, "bar": 0, "loss": 0.0, "n": 0.0, "eval": 0, "lr": cfg.lr, "epoch": 0}
 
-    def log() -> None:
-        elapsed = time.perf_counter() - start
-        tracker.log(step, loss=acc_loss / acc_n, lr=lr, words=words, words_per_s=words / elapsed, time=elapsed,
-                    epoch=ep)
+    def report(batch_loss: float | None = None, final: bool = False) -> None:
+        """Bring the bar, the history and the evaluations up to the workers' shared counters."""
+        words, loss, n, step = (float(v) for v in shared.sum(0))
+        step = int(step)
+        bar_now = int(words if steps is None else step)
+        tracker.advance(batch_loss, seen["lr"], bar_now - seen["bar"])
+        seen["bar"] = bar_now
+        if n > seen["n"] and (step // LOG_EVERY > seen["step"] // LOG_EVERY or final):
+            elapsed = time.perf_counter() - start
+            tracker.log(step, loss=(loss - seen["loss"]) / (n - seen["n"]), lr=seen["lr"], words=int(words),
+                        words_per_s=words / elapsed, time=elapsed, epoch=seen["epoch"])
+            seen["loss"], seen["n"] = loss, n
+        if evaluate is not None and eval_every is not None and step // eval_every > seen["eval"] // eval_every:
+            tracker.evaluate(model, step)
+            seen["eval"] = step
+        seen["step"] = step
 
+    def after_batch(ep: int, lr: float, loss: float) -> None:
+        seen["lr"], seen["epoch"] = lr, ep
+        report(loss)
+
+    children, threads_before = [], torch.get_num_threads()
     try:
-        for ep in range(epochs):
-            done = 0
-            for batch, raw in batches.epoch(ep):
-                frac = step / steps if steps is not None else (ep * N + done) / planned
-                lr = cfg.lr * max(cfg.min_lr_ratio, 1.0 - frac)
-                x, y = batch[0], batch[1]
-                mask = batch[2] if len(batch) > 2 else None
-                kw = {}
-                if cfg.output == "ns":
-                    G = cfg.share_negatives
-                    kw["noise"] = model.out.sampler.sample((-(-y.shape[0] // G), cfg.negatives), noise_gen)
-                    kw["group"] = G
-                loss = float(model.sgd_step(x, y, mask=mask, lr=lr, **kw))
-                step += 1
-                words += raw - done
-                tracker.advance(loss / y.shape[0], lr, 1 if steps is not None else raw - done)
-                done = raw
-                acc_loss += loss
-                acc_n += y.shape[0]
-                if step % LOG_EVERY == 0 or (steps is not None and step == steps):
-                    log()
-                    acc_loss, acc_n = 0.0, 0
-                if tracker.due(step):
-                    tracker.evaluate(model, step)
-                if steps is not None and step >= steps:
-                    break
-            if steps is not None and step >= steps:
-                break
+        if workers > 1:
+            torch.set_num_threads(1)  # one thread per worker: its ops are small, and the cores are the workers'
+            for part in range(1, workers):
+                proc = context.Process(target=_hogwild_child, daemon=True,
+                                       args=(model, batches, cfg, part, workers, epochs, N, steps, shared_t))
+                proc.start()
+                children.append(proc)
+        _train_part(model, batches, cfg, 0, workers, epochs, N, steps, shared, after_batch)
+        while any(p.is_alive() for p in children):  # this worker is done; follow the others
+            time.sleep(0.05)
+            report()
+        failed = [p.exitcode for p in children if p.exitcode != 0]
+        if failed:
+            raise RuntimeError(f"{len(failed)} Hogwild worker(s) failed (exit codes {failed}); see stderr")
+        report(final=True)
     finally:
+        for proc in children:
+            if proc.is_alive():
+                proc.terminate()
+            proc.join()
+        torch.set_num_threads(threads_before)
         tracker.close()
-    if acc_n:
-        log()
-    if evaluate is not None and not tracker.due(step):
+    step = int(shared[:, _STEPS].sum())
+    if evaluate is not None and seen["eval"] != step:
         tracker.evaluate(model, step)
     return tracker.history
+
+
+def _hogwild_child(model: nn.Module, batches: Any, cfg: Word2VecConfig, part: int, parts: int, epochs: int, N: int,
+                   steps: int | None, shared: torch.Tensor) -> None:
+    """A forked worker of :func:`train_word2vec` (the tables and ``shared`` are in shared memory)."""
+    torch.set_num_threads(1)
+    _train_part(model, batches, cfg, part, parts, epochs, N, steps, shared.numpy(), None)
 
 
 # -- GloVe's AdaGrad ---------------------------------------------------------------------------------------------
