@@ -140,3 +140,51 @@ def test_cw_and_recurrent_lms_name_bad_ids():
     with pytest.raises(ValueError, match="x holds sequences of length 0"):
         rnn(x[:, :0], y[:, :0])
     assert torch.isfinite(rnn(x, y)) and torch.isfinite(cw(windows))
+
+
+@pytest.mark.parametrize("arch", ["sg", "cbow"])
+def test_word2vec_names_bad_words(arch):
+    from shoulders.models.word2vec import Word2VecConfig
+
+    cfg = Word2VecConfig.preset("smoke", vocab_size=60, arch=arch)
+    model = cfg.build()
+    batch = cfg.example_batch()
+    x, y = batch[0], batch[1]
+    rest = {"mask": batch[2]} if arch == "cbow" else {}
+    with pytest.raises(ValueError, match=r"x holds ids from .* must lie in \[0, 60\)"):
+        model(x + 100, y, **rest)
+    with pytest.raises(ValueError, match=r"y holds labels from .* must lie in \[0, 60\)"):
+        model.sgd_step(x, y + 100, lr=0.01, **rest)
+    want = r"x must be \(B,\)" if arch == "sg" else r"x must be \(B, T\)"
+    with pytest.raises(ValueError, match=want):
+        model(x[None] if arch == "sg" else x[0], y, **rest)
+    assert torch.isfinite(model(x, y, **rest))
+
+
+def test_glove_and_fasttext_name_bad_inputs():
+    from shoulders.models.fasttext import FastTextConfig, SubwordConfig
+    from shoulders.models.glove import GloVeConfig
+
+    gcfg = GloVeConfig.preset("smoke", vocab_size=40)
+    glove = gcfg.build()
+    i, j, x = gcfg.example_batch()
+    with pytest.raises(ValueError, match=r"j holds ids from .* must lie in \[0, 40\)"):
+        glove(i, j + 40, x)
+    with pytest.raises(ValueError, match="x must hold one positive co-occurrence count per entry"):
+        glove(i, j, x - 1000)
+    assert torch.isfinite(glove(i, j, x))
+    fcfg = FastTextConfig.preset("smoke", vocab_size=30, word_ngrams=1, num_labels=2)
+    clf = fcfg.build()
+    ids, offsets, labels = fcfg.example_batch()
+    with pytest.raises(ValueError, match=r"ids holds ids from .* must lie in \[0, 30\)"):
+        clf(ids + 30, offsets, labels)
+    with pytest.raises(ValueError, match=r"offsets holds ids from 0 to 99 but must lie in \[0, 13\)"):
+        clf(ids, torch.tensor([0, 4, 99]), labels)
+    with pytest.raises(ValueError, match=r"labels holds labels from .* must lie in \[0, 2\)"):
+        clf(ids, offsets, labels + 2)
+    assert torch.isfinite(clf(ids, offsets, labels))
+    sub = SubwordConfig.preset("smoke", vocab_size=25).build()
+    with pytest.raises(ValueError, match=r"x holds ids from 3 to 25 but must lie in \[0, 25\)"):
+        sub(torch.tensor([3, 25]), torch.tensor([1, 2]))
+    with pytest.raises(ValueError, match=r"y holds labels from .* must lie in \[0, 25\)"):
+        sub.sgd_step(torch.tensor([3, 4]), torch.tensor([1, 90]))

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from ..config import Config, ConfigError
 from ..text.vocab import Vocab
 from .huffman_tree import HierarchicalSoftmax, huffman_tree
+from .ids import check_ids, check_labels
 from .negative_sampling import NegativeSampler, NegativeSampling
 from .sparse_rows import add_rows_
 from .word2vec import Word2VecConfig, zipf_counts
@@ -113,11 +114,16 @@ class FastTextClassifier(nn.Module):
             self.B = HierarchicalSoftmax(huffman_tree(counts), cfg.dim)
 
     def hidden(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        """The texts' rows of A, averaged: ``ids`` (N,) all texts' words and n-gram buckets one after the other,
+        ``offsets`` (B,) where each text starts -> (B, d)."""
+        check_ids(ids, "ids", self.A.num_embeddings, dims=1, allow_empty=True)  # texts may be empty (all unknown)
+        check_ids(offsets, "offsets", ids.numel() + 1, dims=1)  # where each text starts: 0 .. len(ids)
         return self.A(ids, offsets)  # (B, d): the average of the text's rows
 
     def forward(self, ids: torch.Tensor, offsets: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Mean negative log-likelihood of the labels (B,) of the texts given as ``(ids, offsets)``."""
         h = self.hidden(ids, offsets)
+        check_labels(labels, "labels", self.cfg.num_labels)
         if isinstance(self.B, HierarchicalSoftmax):
             return self.B.loss(h, labels)
         return F.cross_entropy(self.B(h), labels)
@@ -295,8 +301,13 @@ class SubwordSkipGram(nn.Module):
         ids, offsets = self.bags(x)
         return self.embed(ids, offsets)  # (B, d)
 
+    def _check(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        check_ids(x, "x", self.bag_lengths.numel(), dims=1)  # centre words (B,)
+        check_labels(y, "y", self.bag_lengths.numel())  # context words (B,)
+
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Mean negative-sampling loss of (centre x (B,), context y (B,)) pairs (eq. 2)."""
+        self._check(x, y)
         return self.out.loss(self.hidden(x), y)
 
     @torch.no_grad()
@@ -311,6 +322,7 @@ class SubwordSkipGram(nn.Module):
         Giving each row its 1/|G_w| share instead -- the exact gradient of the mean -- would move a ~22-row bag's
         rows ~22 times less per step (chapter 6, exercise 6). ``mask`` is unused (the signature of
         :meth:`Word2Vec.sgd_step`, so word2vec's loop drives both)."""
+        self._check(x, y)
         ids, offsets = self.bags(x)
         h = self.embed(ids, offsets)  # (B, d), the mean of each bag's rows
         loss, dh = self.out.sgd_step(h, y, lr, **out_kwargs)

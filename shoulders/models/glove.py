@@ -31,6 +31,7 @@ import torch
 import torch.nn as nn
 
 from ..config import Config, ConfigError
+from .ids import check_ids
 from .word2vec import WordCorpus
 
 __all__ = ["Cooccurrence", "GloVe", "GloVeBatches", "GloVeConfig", "cooccurrence", "glove_weight"]
@@ -102,6 +103,12 @@ class GloVe(nn.Module):
 
     def forward(self, i: torch.Tensor, j: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """1/B sum_b f(x_b) (w_i^T w~_j + b_i + b~_j - log x_b)^2 over a batch of entries i, j, x (B,) (eq. 8)."""
+        V = self.W.num_embeddings
+        check_ids(i, "i", V, dims=1)
+        check_ids(j, "j", V, dims=1)
+        if x.shape != i.shape or not bool((x > 0).all()):
+            raise ValueError(f"x must hold one positive co-occurrence count per entry (shape {tuple(i.shape)}): log x "
+                             f"is undefined for a count <= 0; got shape {tuple(x.shape)}")
         pred = (self.W(i) * self.W_tilde(j)).sum(-1) + self.b(i).squeeze(-1) + self.b_tilde(j).squeeze(-1)  # (B,)
         x = x.to(pred.dtype)
         diff = pred - x.log()

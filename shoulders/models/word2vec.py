@@ -55,6 +55,7 @@ import torch.nn.functional as F
 from ..config import Config, ConfigError
 from ..text.vocab import Vocab
 from .huffman_tree import HierarchicalSoftmax, huffman_tree
+from .ids import check_ids, check_labels
 from .negative_sampling import NegativeSampler, NegativeSampling, keep_probability, subsample
 from .sparse_rows import add_rows_, take_rows
 
@@ -308,6 +309,7 @@ class Word2Vec(nn.Module):
 
     def hidden(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """h (B, d): v_x for skip-gram (x (B,)); the mean of the unmasked v over the window for CBOW (x (B, 2w))."""
+        check_ids(x, "x", self.embed.num_embeddings, dims=1 if self.arch == "sg" else 2)
         v = self.embed(x)
         if self.arch == "sg":
             return v  # (B, d)
@@ -316,7 +318,9 @@ class Word2Vec(nn.Module):
 
     def forward(self, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Mean -log p(y | h(x)) over the batch (for NS: the negative of eq. 4, noise drawn from torch's RNG)."""
-        return self.out.loss(self.hidden(x, mask), y)
+        h = self.hidden(x, mask)  # (B, d)
+        check_labels(y, "y", self.embed.num_embeddings)
+        return self.out.loss(h, y)
 
     @torch.no_grad()
     def sgd_step(self, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None = None, lr: float = 0.025,
@@ -325,6 +329,7 @@ class Word2Vec(nn.Module):
         summed loss. The gradient of the CBOW mean reaches each context word divided by |C| (word2vec.c adds
         the undivided error instead -- the same direction with a larger step)."""
         h = self.hidden(x, mask)
+        check_labels(y, "y", self.embed.num_embeddings)  # the output words, (B,)
         loss, dh = self.out.sgd_step(h, y, lr, **out_kwargs)
         W = self.embed.weight
         if self.arch == "sg":
