@@ -9,8 +9,9 @@ import torch
 
 from shoulders import heads
 from shoulders.models.bert import BertConfig, BertModel
-from shoulders.recipes.finetune import (BertFinetuningConfig, FeatureBatches, compare, describe, finetune, predict,
-                                        prior_loss, record_row, rows_from_ledger, set_trainable, shoulders_table)
+from shoulders.recipes.finetune import (BertFinetuningConfig, FeatureBatches, compare, describe, finetune,
+                                        label_budget_curve, predict, prior_loss, record_row, rows_from_ledger,
+                                        set_trainable, shoulders_table)
 
 
 def _features(n: int = 40, seed: int = 0) -> list[dict]:
@@ -124,3 +125,31 @@ def test_a_row_round_trips_through_the_ledger(tmp_path, monkeypatch):
     assert back == {"squad-1.1": row}
     assert shoulders_table(back) == shoulders_table({"squad-1.1": row})
     assert rows_from_ledger("14c", scale="full") == {} and rows_from_ledger("other") == {}
+
+
+def test_label_budget_curve_runs_compare_on_growing_prefixes():
+    cfg = BertFinetuningConfig.preset("smoke", batch_size=8, epochs=1.0, max_steps=None, lr=3e-3, scratch_lr=3e-3)
+    feats = _features(48)
+    make = lambda enc: heads.SequenceClassifier(enc, 2, dropout=0.0)  # noqa: E731
+    build = lambda: BertModel(BertConfig.named("tiny", vocab_size=20, max_len=32))  # noqa: E731
+    seen = []
+
+    def acc(head):
+        seen.append(head)
+        logits = torch.stack(predict(head, feats, 0))
+        return 100 * float((logits.argmax(-1) == torch.tensor([f["labels"] for f in feats])).float().mean())
+
+    curve = label_budget_curve(make, {"a": build, "b": build}, feats, 0, cfg, acc, {"a": 3e-3, "b": 3e-3},
+                               budgets=[8, 48], metric="acc", baseline=50.0, seeds=[0, 1], min_steps=4)
+    assert curve["budgets"] == [8, 48] and curve["seeds"] == [0, 1] and len(curve["rows"]) == 2
+    small, large = curve["rows"]
+    assert small["train examples"] == 8 and large["train examples"] == 48
+    assert small["a"]["steps"] == 4 and large["a"]["steps"] == 6  # max(min_steps, 1 epoch of 48 / 8)
+    assert len(small["a"]["scores"]) == 2 and len(seen) == 2 * 2 * 2  # budgets x encoders x seeds
+    assert small["prior"] == pytest.approx(prior_loss([f["labels"] for f in feats[:8]]))
+    with pytest.raises(ValueError, match="budgets must increase strictly within 1..48"):
+        label_budget_curve(make, {"a": build}, feats, 0, cfg, acc, {"a": 1e-3}, budgets=[48, 8], metric="acc",
+                           baseline=50.0)
+    with pytest.raises(ValueError, match="budgets must increase strictly"):
+        label_budget_curve(make, {"a": build}, feats, 0, cfg, acc, {"a": 1e-3}, budgets=[100], metric="acc",
+                           baseline=50.0)

@@ -37,3 +37,22 @@ def test_a_row_that_is_not_compare_s_is_named():
         viz.transfer_bars({"SQuAD": {"metric": "F1", "baseline": 5.3, "pre-trained": {"score": 6.8}}})
     with pytest.raises(ValueError, match="at least one task"):
         viz.transfer_bars({})
+
+
+def test_label_budget_figure_draws_a_mean_line_and_seed_band_per_encoder():
+    def row(p, s):
+        return {"pre-trained": {"score": sum(p) / 2, "scores": p}, "from scratch": {"score": sum(s) / 2, "scores": s}}
+
+    rows = [row([58.0, 62.0], [50.0, 52.0]), row([74.0, 76.0], [69.0, 71.0])]
+    curve = {"metric": "acc", "baseline": 50.9, "budgets": [100, 1000], "rows": rows}
+    fig = viz.label_budget_figure(curve, title="t")
+    ax = fig.axes[0]
+    lines = {line.get_label(): line for line in ax.lines}
+    assert list(lines["pre-trained"].get_ydata()) == [60.0, 75.0]
+    assert list(lines["from scratch"].get_xdata()) == [100.0, 1000.0]
+    assert list(lines["label-blind"].get_ydata()) == [50.9, 50.9]
+    assert ax.get_xscale() == "log" and len(ax.collections) == 2  # one seed band per encoder
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() == 58.0 and band.max() == 76.0
+    with pytest.raises(ValueError, match="one row per budget"):
+        viz.label_budget_figure({"metric": "acc", "baseline": 50.0, "budgets": [1, 2], "rows": rows[:1]})

@@ -28,8 +28,8 @@ from ..train.optimizers import adamw
 from ..train.param_groups import freeze, trainable, unfreeze
 from ..train.schedules import linear_warmup_decay
 
-__all__ = ["MODES", "BertFinetuningConfig", "FeatureBatches", "compare", "describe", "finetune", "predict",
-           "prior_loss", "record_row", "rows_from_ledger", "set_trainable", "shoulders_table"]
+__all__ = ["MODES", "BertFinetuningConfig", "FeatureBatches", "compare", "describe", "finetune", "label_budget_curve",
+           "predict", "prior_loss", "record_row", "rows_from_ledger", "set_trainable", "shoulders_table"]
 
 
 @dataclasses.dataclass
@@ -230,6 +230,33 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
                      "train_loss": sum(train_losses) / len(train_losses), "seconds": sum(seconds) / len(seconds),
                      "steps": len(losses)}
     return row
+
+
+def label_budget_curve(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, Callable[[], nn.Module]],
+                       features: Sequence[Mapping[str, Any]], pad_id: int, cfg: BertFinetuningConfig,
+                       score: Callable[[nn.Module], float], lrs: Mapping[str, float], *, budgets: Sequence[int],
+                       metric: str, baseline: float, seeds: Sequence[int] = (0, 1, 2), min_steps: int = 1,
+                       device: Any = None) -> dict[str, Any]:
+    """Held-out score against the number of labelled examples, for every encoder: the curve of ULMFiT's Figure 3
+    (Howard & Ruder 2018, §5), where pre-training pays most when labels are few.
+
+    For each ``n`` of ``budgets`` the first ``n`` of ``features`` (shuffle them first) are fine-tuned on by
+    :func:`compare` with ``seeds``, for ``max(min_steps, cfg.steps_for(n))`` updates (a few labels still get
+    enough updates to fit them). Returns ``{"metric", "baseline", "budgets", "seeds", "rows"}``: ``rows`` holds one
+    :func:`compare` row per budget (its encoders' ``score`` = mean over seeds, ``scores`` = one per seed).
+    """
+    budgets = [int(n) for n in budgets]
+    if not budgets or any(n < 1 or n > len(features) for n in budgets) or budgets != sorted(set(budgets)):
+        raise ValueError(f"budgets must increase strictly within 1..{len(features)} (the features given), got "
+                         f"{budgets}")
+    rows = []
+    for n in budgets:
+        part = list(features[:n])
+        rows.append(compare(make_head, encoders, part, pad_id, cfg, score, lrs, metric=metric, baseline=baseline,
+                            prior=prior_loss([f["labels"] for f in part]),
+                            steps=max(min_steps, cfg.steps_for(n)), device=device, seeds=seeds))
+    return {"metric": metric, "baseline": float(baseline), "budgets": budgets, "seeds": [int(s) for s in seeds],
+            "rows": rows}
 
 
 ROW_FACTS = ("baseline", "prior", "train examples")

@@ -13,6 +13,7 @@ Public surface:
 * :func:`stack_view` / :class:`StackView` -- precomputed images (or any widgets) switched in the browser;
 * :class:`View` -- a static figure plus a widget, displayed in that order;
 * :func:`transfer_bars` -- pre-trained against from scratch and the baseline, task by task, seeds as dots;
+* :func:`label_budget_figure` -- score against the number of labelled examples, per encoder (ULMFiT's Fig. 3);
 * :func:`figure_to_png`, :func:`figure_to_image_widget`, :func:`subplots`, :class:`BookFigure` -- figures
   outside pyplot, and their PNG inside an ``ipywidgets.Image``.
 """
@@ -25,7 +26,7 @@ from .live import LivePlot
 from .lr import default_schedules, lr_curves, lr_figure, recorded_lr, schedule_steps
 from .next_word import next_word_explorer, next_word_figure, top_k
 from .stack import StackView, stack_view
-from .transfer import transfer_bars
+from .transfer import label_budget_figure, transfer_bars
 from .view import View
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "expand_keys",
     "figure_to_image_widget",
     "figure_to_png",
+    "label_budget_figure",
     "lr_curves",
     "lr_figure",
     "next_word_explorer",

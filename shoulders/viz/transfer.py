@@ -18,7 +18,7 @@ import numpy as np
 
 from .figure import BookFigure, subplots
 
-__all__ = ["transfer_bars"]
+__all__ = ["label_budget_figure", "transfer_bars"]
 
 ENCODERS = ("from scratch", "pre-trained")
 COLOURS = {"baseline": "#bbbbbb", "from scratch": "#9ecae1", "pre-trained": "#08519c"}
@@ -61,4 +61,34 @@ def transfer_bars(results: Mapping[str, Mapping[str, Any]], title: str = "", nco
         ax.set_visible(False)
     if title:
         fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def label_budget_figure(curve: Mapping[str, Any], title: str = "") -> BookFigure:
+    """Score against labelled examples (log axis), one line per encoder: the mean over seeds, the band from the
+    lowest to the highest seed, and the label-blind baseline dashed -- ULMFiT's Figure 3 (Howard & Ruder 2018).
+
+    ``curve`` is what :func:`shoulders.recipes.finetune.label_budget_curve` returns: ``{"metric", "baseline",
+    "budgets", "rows"}``, each row ``{encoder: {"score", "scores"}}``.
+    """
+    missing = [k for k in ("metric", "baseline", "budgets", "rows") if k not in curve]
+    if missing or len(curve.get("rows", [])) != len(curve.get("budgets", [])) or not curve.get("budgets"):
+        raise ValueError(f"a label-budget curve needs 'metric', 'baseline' and one row per budget (missing {missing})")
+    budgets = np.asarray(curve["budgets"], dtype=float)
+    fig, ax = subplots(figsize=(5.0, 3.0))
+    names = [k for k, v in curve["rows"][0].items() if isinstance(v, Mapping) and "score" in v]
+    for name in names:
+        runs = [np.asarray(r[name].get("scores", [r[name]["score"]]), dtype=float) for r in curve["rows"]]
+        mean = np.array([r.mean() for r in runs])
+        colour = COLOURS.get(name)
+        ax.plot(budgets, mean, "o-", color=colour, label=name, ms=4)
+        ax.fill_between(budgets, [r.min() for r in runs], [r.max() for r in runs], color=colour, alpha=0.2, lw=0)
+    ax.axhline(float(curve["baseline"]), color=COLOURS["baseline"], ls="--", lw=1, label="label-blind")
+    ax.set_xscale("log")
+    ax.set_xlabel("labelled training examples", fontsize=8)
+    ax.set_ylabel(curve["metric"], fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=7, frameon=False)
+    if title:
+        ax.set_title(title, fontsize=9)
     return fig
