@@ -38,6 +38,7 @@ from .._scale import scale as current_scale
 from .._seed import seed
 from ..data import Checksum, Dataset, Download, LocalFile, cache_root, credits
 from ..data import path as data_path
+from ..data.local import file_digest
 from ..evaluate.ledger import machine
 from ..train.checkpoint import load_weights, write_weights
 from ..train.history import History
@@ -191,7 +192,7 @@ def write(giant: Giant, cfg: Any, scale: str, art: Any, folder: Path, wall_time_
         write_text_atomic(tmp / README, model_card(card))
         for f in tmp.iterdir():
             os.chmod(f, 0o644)  # as readable as the data (safetensors writes its file private)
-        card["files"] = {p.name: {"size": p.stat().st_size, "sha256": _sha256(p)}
+        card["files"] = {p.name: {"size": p.stat().st_size, "sha256": file_digest(p)}
                          for p in sorted(tmp.iterdir()) if p.is_file()}
         write_text_atomic(tmp / CARD, json.dumps(card, indent=1, default=str))  # last: marks the folder complete
         if folder.exists():  # an incomplete leftover (no card): replace it
@@ -227,14 +228,6 @@ def _card(folder: Path) -> dict[str, Any]:
     return card
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def verify(folder: str | os.PathLike) -> dict[str, Any]:
     """Check that ``folder`` holds exactly the files its card lists (hidden files aside), each with the card's size
     and sha256; returns the card. A missing, extra, truncated or altered file is a :class:`GiantError` naming it."""
@@ -248,7 +241,7 @@ def verify(folder: str | os.PathLike) -> dict[str, Any]:
         raise GiantError(f"{folder}: the card lists {sorted(listed)}; missing {missing}, not on the card {extra}")
     for name, fact in listed.items():
         p = folder / name
-        if p.stat().st_size != fact["size"] or _sha256(p) != fact["sha256"]:
+        if p.stat().st_size != fact["size"] or file_digest(p) != fact["sha256"]:
             raise GiantError(f"{p} does not match its model card (size {p.stat().st_size} vs {fact['size']}, "
                              "or sha256): the file is truncated or altered; use a good copy")
     return card
@@ -319,7 +312,7 @@ def published_entry(folder: str | os.PathLike, base_url: str, homepage: str = ""
     the same checksum-verified path as a dataset (and an offline mirror folder works the same way)."""
     folder = Path(folder)
     card = verify(folder)
-    files = {**card["files"], CARD: {"size": (folder / CARD).stat().st_size, "sha256": _sha256(folder / CARD)}}
+    files = {**card["files"], CARD: {"size": (folder / CARD).stat().st_size, "sha256": file_digest(folder / CARD)}}
     base = base_url.rstrip("/")
     return Dataset(
         name=f"giant-{card['name']}-{card['scale']}", title=card["title"],

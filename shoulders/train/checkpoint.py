@@ -16,7 +16,6 @@ failing drive, a bad copy) is caught by the checksums, not loaded into the model
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -27,6 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..data.local import file_digest
 from .errors import CheckpointError
 
 FORMAT = "shoulders.checkpoint/1"
@@ -274,17 +274,9 @@ def begin(root: str | os.PathLike, step: int) -> Path:
     return tmp
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def write_sums(folder: Path) -> Path:
     """``SHA256SUMS`` (``<hex>  <name>`` lines, as ``sha256sum`` writes them) of every file of ``folder``."""
-    lines = [f"{_sha256(f)}  {f.name}\n" for f in sorted(folder.iterdir()) if f.is_file() and f.name != SUMS]
+    lines = [f"{file_digest(f)}  {f.name}\n" for f in sorted(folder.iterdir()) if f.is_file() and f.name != SUMS]
     path = folder / SUMS
     path.write_text("".join(lines), encoding="utf-8")
     return path
@@ -309,7 +301,7 @@ def check_sums(folder: Path) -> None:
         if not file.is_file():
             raise CheckpointError(f"{file} is missing (listed in {sums}): the checkpoint folder {folder} is "
                                   "incomplete. Nothing was changed; move the folder away to resume from an older one.")
-        if _sha256(file) != digest:
+        if file_digest(file) != digest:
             raise CheckpointError(
                 f"{file} is truncated, corrupt or altered: it does not match its checksum in {sums} (it changed on "
                 f"disk after it was written). Nothing was loaded or changed; move the folder {folder} away to resume "
