@@ -152,14 +152,20 @@ def test_one_batch_overfit(arch, output, one_thread):
     assert last < 0.1 * first and last < 0.2, (first, last)
 
 
-def test_corpus_batches_and_train_learn(one_thread):
-    """A corpus where 'a' and 'b' share every context: after training they are closer than 'a' and 'z'."""
+def shared_context_lines(n: int) -> list[list[str]]:
+    """``n`` three-word lines: "x a y" or "x b y" (a and b share every context) or "u z v", drawn with seed 0."""
     g = torch.Generator().manual_seed(0)
     lines = []
-    for _ in range(300):
+    for _ in range(n):
         ctx = ["x", "y"] if torch.rand((), generator=g) < 0.5 else ["u", "v"]
         w = "a" if torch.rand((), generator=g) < 0.5 else "b"
         lines.append([ctx[0], w, ctx[1]] if ctx[0] == "x" else [ctx[0], "z", ctx[1]])
+    return lines
+
+
+def test_corpus_batches_and_train_learn(one_thread):
+    """A corpus where 'a' and 'b' share every context: after training they are closer than 'a' and 'z'."""
+    lines = shared_context_lines(300)
     cfg = w2v.Word2VecConfig(dim=10, window=2, negatives=2, min_count=1, sample=0, epochs=20, batch_words=64,
                              lr=0.1, share_negatives=1)
     torch.manual_seed(0)
@@ -255,12 +261,7 @@ def test_hogwild_workers_train_one_model():
     every epoch's words once, the rate decays over all of them, and the model learns."""
     if wv._fork_context() is None:
         pytest.skip("no fork on this platform: workers > 1 falls back to one")
-    g = torch.Generator().manual_seed(0)
-    lines = []
-    for _ in range(600):
-        ctx = ["x", "y"] if torch.rand((), generator=g) < 0.5 else ["u", "v"]
-        w = "a" if torch.rand((), generator=g) < 0.5 else "b"
-        lines.append([ctx[0], w, ctx[1]] if ctx[0] == "x" else [ctx[0], "z", ctx[1]])
+    lines = shared_context_lines(600)
     cfg = w2v.Word2VecConfig(dim=10, window=2, negatives=2, min_count=1, sample=0, epochs=10, batch_words=64,
                              lr=0.05, share_negatives=1, workers=2)  # 7 words: 0.2 diverges even on one worker
     corpus = wv.prepare(cfg, lines)
