@@ -112,6 +112,10 @@ class CW(nn.Module):
     def score(self, windows: torch.Tensor) -> torch.Tensor:
         """f(s) for each window: (..., k) ids -> (...,) scores."""
         check_ids(windows, "windows", self.cfg.vocab_size, dims=None, width=self.cfg.window)
+        return self._score(windows)
+
+    def _score(self, windows: torch.Tensor) -> torch.Tensor:
+        """:meth:`score` of windows already checked."""
         feats = self.embed(windows).flatten(-2)  # (..., k d): the concatenated lookups
         return self.score_out(F.hardtanh(self.hidden(feats))).squeeze(-1)  # (...,)
 
@@ -145,8 +149,8 @@ class CW(nn.Module):
         if corrupt is None:
             corrupt = self.sample_corruptions(windows.shape[0], self.cfg.negatives, windows.device)
         check_ids(corrupt, "corrupt", self.cfg.vocab_size)  # (B, K) replacement centre words
-        real = self.score(windows)  # (B,)
-        fake = self.score(corrupt_centre(windows, corrupt))  # (B, K)
+        real = self._score(windows)  # (B,)
+        fake = self._score(corrupt_centre(windows, corrupt))  # (B, K): both checked above
         return hinge_rank_loss(real, fake)
 
     @torch.no_grad()

@@ -251,13 +251,13 @@ class RecurrentLM(nn.Module):
         ``{"loss": loss, "state": final state}`` -- the form :func:`shoulders.train.fit` accepts (the state is not
         logged) and :class:`shoulders.train.CarryState` uses.
         """
-        check_ids(x, "x", self.cfg.vocab_size)  # (B, T), before the labels: the inputs are named first
-        check_labels(y, "y", self.cfg.vocab_size)
         if self.adaptive:  # the adaptive softmax scores only the targets' clusters: no (B, T, |V|) tensor
-            h, new = self.hidden(x, state)  # (B, T, H)
+            h, new = self.hidden(x, state)  # (B, T, H); hidden checks x
+            check_labels(y, "y", self.cfg.vocab_size)
             loss = self.out(h.flatten(0, 1), y.flatten()).loss
         else:
             logits, new = self.logits(x, state)
+            check_labels(y, "y", self.cfg.vocab_size)
             loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
         return {"loss": loss, "state": new} if return_state else loss
 
