@@ -75,6 +75,13 @@ def _fork_context() -> Any | None:
         return None
 
 
+def _rate(cfg: Word2VecConfig, shared: np.ndarray, planned: int, steps: int | None) -> float:
+    """word2vec.c's linear decay at the progress of *all* workers: words read of ``planned`` (or batches of
+    ``steps``), floored at ``min_lr_ratio``."""
+    frac = shared[:, _WORDS].sum() / planned if steps is None else shared[:, _STEPS].sum() / steps
+    return cfg.lr * max(cfg.min_lr_ratio, 1.0 - float(frac))
+
+
 def _train_part(model: nn.Module, batches: Any, cfg: Word2VecConfig, part: int, parts: int, epochs: int, N: int,
                 steps: int | None, shared: np.ndarray, after_batch: Callable[[int, float, float], None] | None,
                 ) -> None:
@@ -87,13 +94,9 @@ def _train_part(model: nn.Module, batches: Any, cfg: Word2VecConfig, part: int, 
     for ep in range(epochs):
         done = 0
         for batch, raw in batches.epoch(ep, part, parts):
-            if steps is not None:
-                frac = shared[:, _STEPS].sum() / steps
-                if frac >= 1.0:
-                    return
-            else:
-                frac = shared[:, _WORDS].sum() / planned
-            lr = cfg.lr * max(cfg.min_lr_ratio, 1.0 - frac)
+            if steps is not None and shared[:, _STEPS].sum() >= steps:
+                return
+            lr = _rate(cfg, shared, planned, steps)
             x, y = batch[0], batch[1]
             mask = batch[2] if len(batch) > 2 else None
             kw = {}
@@ -162,6 +165,7 @@ def train_word2vec(model: nn.Module, corpus: WordCorpus, cfg: Word2VecConfig | N
         """Bring the bar, the history and the evaluations up to the workers' shared counters."""
         words, loss, n, step = (float(v) for v in shared.sum(0))
         step = int(step)
+        seen["lr"] = _rate(cfg, shared, epochs * N, steps)  # all workers' rate now, not this worker's last one
         bar_now = int(words if steps is None else step)
         tracker.advance(batch_loss, seen["lr"], bar_now - seen["bar"])
         seen["bar"] = bar_now
@@ -176,7 +180,7 @@ def train_word2vec(model: nn.Module, corpus: WordCorpus, cfg: Word2VecConfig | N
         seen["step"] = step
 
     def after_batch(ep: int, lr: float, loss: float) -> None:
-        seen["lr"], seen["epoch"] = lr, ep
+        seen["epoch"] = ep
         report(loss)
 
     children, threads_before = [], torch.get_num_threads()
