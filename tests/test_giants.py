@@ -67,6 +67,46 @@ def test_first_load_trains_and_caches_the_second_loads(tmp_path, giants_root):
     assert other.trained and other.folder != first.folder and trainings(tmp_path) == 2
 
 
+def test_snapshots_are_the_weights_part_way_and_are_checked(tmp_path):
+    cfg = tiny_giant.TinyConfig.preset("smoke", snapshots=(2, 4))
+    g = sh.giants.load("tiny-test", cfg, progress=False)
+    assert g.snapshot_steps == [2, 4] and g.card["snapshots"] == [2, 4]
+    assert {"snapshot-00000002.safetensors", "snapshot-00000004.safetensors"} <= set(g.card["files"])
+    assert "snapshots kept after 2, 4" in (g.folder / "README.md").read_text()
+    # the snapshot after 2 steps is the giant trained for 2 steps (same seed, same batches, deterministic SGD)
+    short = sh.giants.load("tiny-test", cfg.replace(steps=2, snapshots=()), progress=False)
+    for k, v in short.model.state_dict().items():
+        assert torch.equal(g.snapshot(2).state_dict()[k], v)
+    assert not torch.equal(g.snapshot(4).linear.weight, g.snapshot(2).linear.weight)
+    with pytest.raises(GiantError, match=r"no snapshot at step 3; it has \[2, 4\]"):
+        g.snapshot(3)
+    (g.folder / "snapshot-00000004.safetensors").write_bytes(b"not weights")
+    with pytest.raises(GiantError, match="snapshot-00000004.safetensors does not match its model card"):
+        sh.giants.verify(g.folder)
+    with pytest.raises(GiantError, match="cannot load .*snapshot-00000004"):
+        g.snapshot(4)
+
+
+def test_snapshots_survive_a_resumed_run(tmp_path):
+    x = torch.randn(8, 3, generator=torch.Generator().manual_seed(0))
+    batches = [(x, x.sum(1))]
+
+    def run(steps, snaps):
+        torch.manual_seed(0)
+        model = tiny_giant.TinyModel(3)
+        sh.train.fit(model, batches, torch.optim.SGD(model.parameters(), lr=0.1), steps=steps, progress=False,
+                     checkpoint=tmp_path / "run", callbacks=[snaps], seed=0)
+        return model
+
+    first = sh.train.Snapshots([2, 5])
+    run(3, first)                                   # stopped after 3 steps: snapshot 2 taken, 5 not yet
+    assert sorted(first.states) == [2]
+    resumed = sh.train.Snapshots([2, 5])
+    run(6, resumed)                                 # resumes from step 3; snapshot 2 comes from the checkpoint
+    assert sorted(resumed.states) == [2, 5]
+    assert all(torch.equal(resumed.states[2][k], v) for k, v in first.states[2].items())
+
+
 def test_export_import_round_trip_is_bit_exact(tmp_path, monkeypatch):
     cfg = tiny_giant.TinyConfig.preset("smoke")
     original = sh.giants.load("tiny-test", cfg, progress=False)

@@ -26,6 +26,7 @@ class TinyConfig(Config):
     width: int = 4
     steps: int = 5
     pause: float = 0.0  # seconds the recipe sleeps (the race test makes the two processes overlap)
+    snapshots: tuple[int, ...] = ()  # steps whose weights the giant keeps
     presets: ClassVar = {s: {} for s in sh.SCALES}
 
 
@@ -52,11 +53,12 @@ def train(cfg: TinyConfig, *, device=None, progress=True, **hints) -> Artefact:
     g = torch.Generator().manual_seed(0)
     x = torch.randn(16, cfg.width, generator=g)
     batches = [(x, x.sum(1))]
+    snapshots = sh.train.Snapshots(cfg.snapshots)
     hist = sh.train.fit(model, batches, torch.optim.SGD(model.parameters(), lr=0.1), steps=cfg.steps,
-                        progress=False, device=device or "cpu")
+                        progress=False, device=device or "cpu", callbacks=[snapshots])
     tok = WordPiece(WordPiece.SPECIALS + ("a", "b", "##b"))
     return Artefact(model=model, history=hist, tokenizer=tok, metrics={"final_loss": hist.last("loss")},
-                    facts={"what": "a test giant"})
+                    facts={"what": "a test giant"}, snapshots=snapshots.states)
 
 
 TINY = sh.giants.Giant(name="tiny-test", title="A tiny test giant", chapter="tests", config=TinyConfig, train=train,

@@ -3,6 +3,7 @@
 One folder per giant, scale and config, ``<data cache>/giants/<name>-<scale>-<hash of the config>/``::
 
     model.safetensors   the weights (safetensors: tensors only, nothing unpickled)
+    snapshot-<step>.safetensors   the weights part-way through training, where the recipe kept some
     config.json         the giant's name, the scale and the recipe config that trained it
     history.json        what the training run recorded (shoulders.train.History)
     vocab.txt           the tokenizer, where the giant has one
@@ -45,7 +46,7 @@ from ..train.history import History
 from .catalogue import Giant, get
 
 __all__ = ["CARD", "FORMAT", "GiantError", "Loaded", "cached", "export", "import_folder", "key", "load",
-           "published_entry", "root", "verify"]
+           "published_entry", "root", "snapshot_file", "verify"]
 
 FORMAT = "shoulders.giant/1"
 WEIGHTS, CONFIG, HISTORY, README, CARD = "model.safetensors", "config.json", "history.json", "README.md", "card.json"
@@ -75,6 +76,31 @@ class Loaded:
     def metrics(self) -> dict[str, float]:
         """The metrics the recipe measured at the end of training (from the card)."""
         return dict(self.card.get("metrics", {}))
+
+    @property
+    def snapshot_steps(self) -> list[int]:
+        """The steps at which the recipe kept a copy of the weights (the final ones are ``model``)."""
+        return [int(s) for s in self.card.get("snapshots", [])]
+
+    def snapshot(self, step: int) -> nn.Module:
+        """The model as it was after ``step`` updates (a new module on the CPU, in eval mode)."""
+        if int(step) not in self.snapshot_steps:
+            raise GiantError(f"giant {self.name!r} has no snapshot at step {step}; it has {self.snapshot_steps} "
+                             f"and the final weights (step {self.card.get('steps')})")
+        giant = get(self.name)
+        model = giant.build(self.config, self.tokenizer)
+        path = self.folder / snapshot_file(int(step))
+        try:
+            load_weights(path, model)
+        except Exception as err:
+            raise GiantError(f"giant {self.name!r}: cannot load {path} ({err}); delete {self.folder} to train it "
+                             "again, or import a good copy") from err
+        return model.eval()
+
+
+def snapshot_file(step: int) -> str:
+    """The file name of the snapshot after ``step`` updates."""
+    return f"snapshot-{int(step):08d}.safetensors"
 
 
 def root() -> Path:
@@ -175,6 +201,9 @@ def write(giant: Giant, cfg: Any, scale: str, art: Any, folder: Path, wall_time_
     tmp.mkdir(parents=True)
     try:
         write_weights(tmp, art.model, art.history.last_step())
+        snapshots = sorted(getattr(art, "snapshots", {}) or {})
+        for step in snapshots:
+            write_weights(tmp, art.snapshots[step], step, name=snapshot_file(step))
         art.history.save(tmp / HISTORY)
         config = {"format": FORMAT, "name": giant.name, "scale": scale, "config_class": giant.config.__name__,
                   "config": _config_dict(cfg)}
@@ -187,6 +216,7 @@ def write(giant: Giant, cfg: Any, scale: str, art: Any, folder: Path, wall_time_
             "machine": machine(), "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "parameters": sum(p.numel() for p in art.model.parameters()),
             "metrics": {k: float(v) for k, v in art.metrics.items()}, "facts": dict(art.facts),
+            "snapshots": [int(s) for s in snapshots],
             "data": credits(list(giant.data)) if giant.data else [],
         }
         write_text_atomic(tmp / README, model_card(card))
@@ -345,7 +375,9 @@ def model_card(card: Mapping[str, Any]) -> str:
     """The human-readable model card (``README.md``) of a giant."""
     lines = [f"# {card['title']}", "", f"A giant of *Standing on the Shoulders of Giants*, chapter {card['chapter']}: "
              f"`shoulders.giants.load({card['name']!r})` at scale `{card['scale']}`.", "",
-             f"- parameters: {card['parameters']:,}", f"- training updates: {card['steps']:,}",
+             f"- parameters: {card['parameters']:,}", f"- training updates: {card['steps']:,}"
+             + (f" (snapshots kept after {', '.join(f'{s:,}' for s in card['snapshots'])})" if card.get("snapshots")
+                else ""),
              f"- wall time: {card['wall_time_s']:,.0f} s on {card['machine']}", f"- created: {card['created']}", ""]
     if card.get("metrics"):
         lines += ["## Measured at the end of training", ""]

@@ -9,6 +9,7 @@ checkpoint. ``on_epoch_end`` runs when a pass over the batches ends, just before
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import warnings
@@ -200,3 +201,24 @@ def as_callbacks(callbacks: Iterable[Callback] | Callback | None) -> list[Callba
         if not isinstance(cb, Callback):
             raise TypeError(f"callbacks must be Callback instances, got {type(cb).__name__}")
     return out
+
+
+class Snapshots(Callback):
+    """Keep a CPU copy of the model's weights after each of ``steps`` updates: ``states[step]`` is the
+    ``state_dict`` then (tied weights stay tied). What a giant stores beside its final weights, so a page can
+    measure what more training buys without training again (chapter 14a). The copies go into checkpoints, so a
+    resumed run still has the snapshots taken before it was stopped."""
+
+    def __init__(self, steps: Iterable[int]):
+        self.steps = {int(s) for s in steps}
+        self.states: dict[int, dict[str, torch.Tensor]] = {}
+
+    def on_step_end(self, run: Run, logs: dict[str, float]) -> None:
+        if run.step in self.steps:
+            self.states[run.step] = copy.deepcopy(run.model).to("cpu").state_dict()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"states": {str(k): v for k, v in self.states.items()}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.states = {int(k): dict(v) for k, v in state.get("states", {}).items()}

@@ -149,11 +149,13 @@ def _dedupe(state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], di
     return out, aliases
 
 
-def write_weights(folder: Path, model: nn.Module, step: int) -> Path:
+def write_weights(folder: Path, model: nn.Module | dict[str, torch.Tensor], step: int, name: str = WEIGHTS) -> Path:
+    """Write ``model``'s weights (a module or a ``state_dict``) as ``folder / name`` in safetensors, tied weights
+    once (their aliases in the metadata), with the step."""
     from safetensors.torch import save_file
 
-    tensors, aliases = _dedupe(model.state_dict())
-    path = folder / WEIGHTS
+    tensors, aliases = _dedupe(model if isinstance(model, dict) else model.state_dict())
+    path = folder / name
     save_file(tensors, str(path), metadata={"format": FORMAT, "step": str(int(step)), "aliases": json.dumps(aliases)})
     return path
 
