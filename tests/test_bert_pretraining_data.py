@@ -136,3 +136,33 @@ def test_packed_pairs_fit_and_carry_segments(documents):
 def test_nsp_pairs_needs_two_documents():
     with pytest.raises(ValueError, match="two documents"):
         nsp_pairs([[[1, 2], [3, 4]]], 16)
+
+
+def test_the_long_phase_packs_longer_pairs_in_its_own_batches_from_its_first_pass(documents):
+    """The paper's two phases (Appendix A.2): passes before ``long_from`` pack ``max_len`` pieces in batches of
+    ``batch_size``, later passes ``long_len`` in ``long_batch_size``; ``long_phase_start`` leaves about
+    ``1 - long_frac`` of the steps to the short phase, in whole passes."""
+    from shoulders.recipes.bert import BertPretrainingConfig, PretrainingBatches
+    from shoulders.text.wordpiece import WordPiece
+
+    index: dict[str, int] = {}
+    docs = [[[index.setdefault(t, len(index) + 5) for t in s] for s in d] for d in documents[:60]]
+    tok = WordPiece(WordPiece.SPECIALS + tuple(f"w{i}" for i in range(len(index))))
+    cfg = BertPretrainingConfig.preset("smoke", max_len=32, batch_size=8, long_len=64, long_batch_size=4,
+                                       long_frac=0.25, steps=3_000, warmup=10)
+    data = PretrainingBatches(docs, tok, cfg)
+    per_pass = len(data.pairs(random.Random(0))) // 8
+    start = data.long_phase_start(cfg.steps)
+    assert start == math.ceil(0.75 * 3_000 / per_pass) and (start - 1) * per_pass < 2_250 <= start * per_pass
+    assert start * per_pass < 3_000                                # ... and the long phase gets the rest
+    data.long_from = start
+    data.set_epoch(start - 1)
+    short = next(iter(data))
+    data.set_epoch(start)
+    long = next(iter(data))
+    assert short["input_ids"].shape[0] == 8 and short["input_ids"].shape[1] <= 32
+    assert long["input_ids"].shape[0] == 4 and 32 < long["input_ids"].shape[1] <= 64
+    assert data.long_phase_start(per_pass // 2) is None           # a run inside one pass has no long phase
+    assert PretrainingBatches(docs, tok, cfg.replace(long_len=None)).long_phase_start(1_000) is None
+    with pytest.raises(ValueError, match="long_len"):
+        cfg.replace(long_len=16)
