@@ -9,7 +9,7 @@ import torch
 
 from shoulders import heads
 from shoulders.models.bert import BertConfig, BertModel
-from shoulders.recipes.finetune import (BertFinetuningConfig, FeatureBatches, compare, describe, finetune,
+from shoulders.recipes.finetune import (BertFinetuningConfig, FeatureBatches, accuracy, compare, describe, finetune,
                                         label_budget_curve, predict, prior_loss, record_row, rows_from_ledger,
                                         set_trainable, shoulders_table)
 
@@ -60,6 +60,9 @@ def test_predict_returns_outputs_in_input_order_and_cut_to_length():
     clf = heads.SequenceClassifier(enc, 2)
     rows = predict(clf, feats, 0, batch_size=5)
     assert all(r.shape == (2,) for r in rows)
+    # no autograd graph behind the outputs: a row holding its batch's graph keeps all its activations alive
+    assert not any(t.requires_grad or t.grad_fn is not None for t in tags + rows)
+    assert torch.is_grad_enabled()
 
 
 def test_finetune_learns_and_compare_builds_a_row():
@@ -104,8 +107,10 @@ def test_finetune_learns_and_compare_builds_a_row():
 
 def test_config_checks_and_steps():
     cfg = BertFinetuningConfig.preset("cpu")
-    assert cfg.steps_for(1_000) == math.ceil(cfg.epochs * 1_000 / cfg.batch_size)
+    assert cfg.steps_for(10_000) == math.ceil(cfg.epochs * 10_000 / cfg.batch_size)
     assert cfg.steps_for(10_000_000) == cfg.max_steps
+    assert cfg.steps_for(1) == cfg.min_steps > math.ceil(cfg.epochs / cfg.batch_size)  # a few labels, many epochs
+    assert cfg.steps_for(3_200, epochs=5.0) == 500
     with pytest.raises(ValueError, match="warmup_frac"):
         cfg.replace(warmup_frac=1.5)
 
@@ -128,7 +133,8 @@ def test_a_row_round_trips_through_the_ledger(tmp_path, monkeypatch):
 
 
 def test_label_budget_curve_runs_compare_on_growing_prefixes():
-    cfg = BertFinetuningConfig.preset("smoke", batch_size=8, epochs=1.0, max_steps=None, lr=3e-3, scratch_lr=3e-3)
+    cfg = BertFinetuningConfig.preset("smoke", batch_size=8, epochs=1.0, max_steps=None, min_steps=4, lr=3e-3,
+                                      scratch_lr=3e-3)
     feats = _features(48)
     make = lambda enc: heads.SequenceClassifier(enc, 2, dropout=0.0)  # noqa: E731
     build = lambda: BertModel(BertConfig.named("tiny", vocab_size=20, max_len=32))  # noqa: E731
@@ -139,12 +145,14 @@ def test_label_budget_curve_runs_compare_on_growing_prefixes():
         logits = torch.stack(predict(head, feats, 0))
         return 100 * float((logits.argmax(-1) == torch.tensor([f["labels"] for f in feats])).float().mean())
 
+    assert acc(make(build())) == accuracy(seen[-1], feats, 0)  # the package's helper scores the same way
+    seen.clear()
     curve = label_budget_curve(make, {"a": build, "b": build}, feats, 0, cfg, acc, {"a": 3e-3, "b": 3e-3},
-                               budgets=[8, 48], metric="acc", baseline=50.0, seeds=[0, 1], min_steps=4)
+                               budgets=[8, 48], metric="acc", baseline=50.0, seeds=[0, 1])
     assert curve["budgets"] == [8, 48] and curve["seeds"] == [0, 1] and len(curve["rows"]) == 2
     small, large = curve["rows"]
     assert small["train examples"] == 8 and large["train examples"] == 48
-    assert small["a"]["steps"] == 4 and large["a"]["steps"] == 6  # max(min_steps, 1 epoch of 48 / 8)
+    assert small["a"]["steps"] == 4 and large["a"]["steps"] == 6  # max(cfg.min_steps, 1 epoch of 48 / 8)
     assert len(small["a"]["scores"]) == 2 and len(seen) == 2 * 2 * 2  # budgets x encoders x seeds
     assert small["prior"] == pytest.approx(prior_loss([f["labels"] for f in feats[:8]]))
     with pytest.raises(ValueError, match="budgets must increase strictly within 1..48"):

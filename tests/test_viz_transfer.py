@@ -56,3 +56,25 @@ def test_label_budget_figure_draws_a_mean_line_and_seed_band_per_encoder():
     assert band.min() == 58.0 and band.max() == 76.0
     with pytest.raises(ValueError, match="one row per budget"):
         viz.label_budget_figure({"metric": "acc", "baseline": 50.0, "budgets": [1, 2], "rows": rows[:1]})
+
+
+def test_pretraining_steps_figure_draws_the_run_and_the_snapshots_scores():
+    from shoulders.train import History
+
+    hist = History()
+    for step, mlm, nsp in ((1000, 0.10, 0.55), (2000, 0.20, 0.70)):
+        hist.log(step, val_mlm_acc=mlm, val_nsp_acc=nsp)
+    fig = viz.pretraining_steps_figure(hist, {0: [50.0, 52.0], 1000: [55.0, 57.0], 2000: [60.0, 64.0]}, "acc", 50.9,
+                                       title="t")
+    left, right = fig.axes[:2]
+    lines = {line.get_label(): line for line in left.lines}
+    assert list(lines["masked LM"].get_ydata()) == [10.0, 20.0] and list(lines["next sentence"].get_xdata()) == [
+        1000, 2000]
+    fine = {line.get_label(): line for line in right.lines}
+    assert list(fine["fine-tuned"].get_xdata()) == [0.0, 1000.0, 2000.0]
+    assert list(fine["fine-tuned"].get_ydata()) == [51.0, 56.0, 62.0]
+    assert list(fine["label-blind"].get_ydata()) == [50.9, 50.9]
+    band = right.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() == 50.0 and band.max() == 64.0
+    with pytest.raises(ValueError, match="at least one snapshot"):
+        viz.pretraining_steps_figure(hist, {}, "acc", 50.0)

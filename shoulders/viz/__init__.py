@@ -14,6 +14,7 @@ Public surface:
 * :class:`View` -- a static figure plus a widget, displayed in that order;
 * :func:`transfer_bars` -- pre-trained against from scratch and the baseline, task by task, seeds as dots;
 * :func:`label_budget_figure` -- score against the number of labelled examples, per encoder (ULMFiT's Fig. 3);
+* :func:`pretraining_steps_figure` -- held-out pre-training accuracy and a task's fine-tuned score per snapshot;
 * :func:`figure_to_png`, :func:`figure_to_image_widget`, :func:`subplots`, :class:`BookFigure` -- figures
   outside pyplot, and their PNG inside an ``ipywidgets.Image``.
 """
@@ -26,7 +27,7 @@ from .live import LivePlot
 from .lr import default_schedules, lr_curves, lr_figure, recorded_lr, schedule_steps
 from .next_word import next_word_explorer, next_word_figure, top_k
 from .stack import StackView, stack_view
-from .transfer import label_budget_figure, transfer_bars
+from .transfer import label_budget_figure, pretraining_steps_figure, transfer_bars
 from .view import View
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "figure_to_image_widget",
     "figure_to_png",
     "label_budget_figure",
+    "pretraining_steps_figure",
     "lr_curves",
     "lr_figure",
     "next_word_explorer",

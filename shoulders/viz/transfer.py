@@ -18,7 +18,7 @@ import numpy as np
 
 from .figure import BookFigure, subplots
 
-__all__ = ["label_budget_figure", "transfer_bars"]
+__all__ = ["label_budget_figure", "pretraining_steps_figure", "transfer_bars"]
 
 ENCODERS = ("from scratch", "pre-trained")
 COLOURS = {"baseline": "#bbbbbb", "from scratch": "#9ecae1", "pre-trained": "#08519c"}
@@ -91,4 +91,37 @@ def label_budget_figure(curve: Mapping[str, Any], title: str = "") -> BookFigure
     ax.legend(fontsize=7, frameon=False)
     if title:
         ax.set_title(title, fontsize=9)
+    return fig
+
+
+def pretraining_steps_figure(history: Any, scores: Mapping[int, Any], metric: str, baseline: float,
+                             title: str = "") -> BookFigure:
+    """What more pre-training buys, in two panels sharing the x axis (pre-training steps): left, the held-out
+    pre-training accuracies the run logged (``val_mlm_acc``, ``val_nsp_acc`` of ``history``); right, a task's
+    score after fine-tuning each snapshot (``scores``: {step: one score per seed}; step 0 is the network trained
+    from scratch) -- the mean, the band from the lowest to the highest seed, and the label-blind baseline dashed.
+    """
+    if not scores:
+        raise ValueError("pretraining_steps_figure needs the scores of at least one snapshot")
+    fig, (left, right) = subplots(1, 2, figsize=(8.0, 2.8))
+    for key, label, colour in (("val_mlm_acc", "masked LM", "#08519c"), ("val_nsp_acc", "next sentence", "#e6550d")):
+        steps, values = history.series(key)
+        left.plot(steps, 100 * values, "-", color=colour, label=label)
+    for s in scores:
+        left.axvline(s, color="#dddddd", lw=0.8, zorder=0)
+    left.set_ylabel("held-out accuracy %", fontsize=8)
+    left.legend(fontsize=7, frameon=False)
+    steps = np.array(sorted(scores), dtype=float)
+    runs = [np.asarray(scores[int(s)], dtype=float) for s in steps]
+    right.plot(steps, [r.mean() for r in runs], "o-", color=COLOURS["pre-trained"], ms=4, label="fine-tuned")
+    right.fill_between(steps, [r.min() for r in runs], [r.max() for r in runs], color=COLOURS["pre-trained"],
+                       alpha=0.2, lw=0)
+    right.axhline(float(baseline), color=COLOURS["baseline"], ls="--", lw=1, label="label-blind")
+    right.set_ylabel(metric, fontsize=8)
+    right.legend(fontsize=7, frameon=False)
+    for ax in (left, right):
+        ax.set_xlabel("pre-training steps (0: from scratch)", fontsize=8)
+        ax.tick_params(labelsize=7)
+    if title:
+        fig.suptitle(title, fontsize=9)
     return fig
