@@ -150,12 +150,12 @@ def test_the_long_phase_packs_longer_pairs_in_its_own_batches_from_its_first_pas
     tok = WordPiece(WordPiece.SPECIALS + tuple(f"w{i}" for i in range(len(index))))
     cfg = BertPretrainingConfig.preset("smoke", max_len=32, batch_size=8, long_len=64, long_batch_size=4,
                                        long_frac=0.25, steps=3_000, warmup=10)
-    data = PretrainingBatches(docs, tok, cfg)
-    per_pass = len(data.pairs(random.Random(0))) // 8
+    data = PretrainingBatches(docs, tok, cfg, steps=cfg.steps)
+    per_pass = len(data.pairs(random.Random(0), 32)) // 8
     start = data.long_phase_start(cfg.steps)
     assert start == math.ceil(0.75 * 3_000 / per_pass) and (start - 1) * per_pass < 2_250 <= start * per_pass
     assert start * per_pass < 3_000                                # ... and the long phase gets the rest
-    data.long_from = start
+    assert data.long_from == start and data.epoch == 0             # placed for the run it was made for
     data.set_epoch(start - 1)
     short = next(iter(data))
     data.set_epoch(start)

@@ -87,15 +87,7 @@ class Loaded:
         if int(step) not in self.snapshot_steps:
             raise GiantError(f"giant {self.name!r} has no snapshot at step {step}; it has {self.snapshot_steps} "
                              f"and the final weights (step {self.card.get('steps')})")
-        giant = get(self.name)
-        model = giant.build(self.config, self.tokenizer)
-        path = self.folder / snapshot_file(int(step))
-        try:
-            load_weights(path, model)
-        except Exception as err:
-            raise GiantError(f"giant {self.name!r}: cannot load {path} ({err}); delete {self.folder} to train it "
-                             "again, or import a good copy") from err
-        return model.eval()
+        return _built(get(self.name), self.config, self.tokenizer, self.folder, snapshot_file(int(step))).eval()
 
 
 def snapshot_file(step: int) -> str:
@@ -201,7 +193,7 @@ def write(giant: Giant, cfg: Any, scale: str, art: Any, folder: Path, wall_time_
     tmp.mkdir(parents=True)
     try:
         write_weights(tmp, art.model, art.history.last_step())
-        snapshots = sorted(getattr(art, "snapshots", {}) or {})
+        snapshots = sorted(art.snapshots)
         for step in snapshots:
             write_weights(tmp, art.snapshots[step], step, name=snapshot_file(step))
         art.history.save(tmp / HISTORY)
@@ -239,13 +231,19 @@ def _read(giant: Giant, cfg: Any, scale: str, folder: Path, verify_files: bool) 
     if verify_files:
         verify(folder)
     tok = giant.tokenizer.load(folder / giant.tokenizer_file) if giant.tokenizer is not None else None
+    model = _built(giant, cfg, tok, folder, WEIGHTS)
+    return Loaded(giant.name, scale, cfg, model.eval(), tok, History.load(folder / HISTORY), card, folder, 0.0, False)
+
+
+def _built(giant: Giant, cfg: Any, tok: Any, folder: Path, weights: str) -> nn.Module:
+    """The giant's untrained model with the weights of ``folder / weights`` loaded into it."""
     model = giant.build(cfg, tok)
     try:
-        load_weights(folder / WEIGHTS, model)
+        load_weights(folder / weights, model)
     except Exception as err:
-        raise GiantError(f"giant {giant.name!r}: cannot load {folder / WEIGHTS} ({err}); delete {folder} to train "
+        raise GiantError(f"giant {giant.name!r}: cannot load {folder / weights} ({err}); delete {folder} to train "
                          "it again, or import a good copy") from err
-    return Loaded(giant.name, scale, cfg, model.eval(), tok, History.load(folder / HISTORY), card, folder, 0.0, False)
+    return model
 
 
 def _card(folder: Path) -> dict[str, Any]:

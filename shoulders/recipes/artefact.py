@@ -17,7 +17,7 @@ class Artefact:
 
     :mod:`shoulders.giants` caches an artefact (weights, tokenizer file, history, metrics) and rebuilds it on
     later calls; ``metrics`` and ``facts`` (plain numbers and strings) go into the model card; ``snapshots`` (the
-model's ``state_dict`` after some steps of the run) are stored beside the final weights.
+    model's ``state_dict`` after some steps of the run) are stored beside the final weights.
     """
 
     model: nn.Module

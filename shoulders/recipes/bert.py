@@ -140,17 +140,17 @@ class PretrainingBatches:
     ``nsp_labels`` ``(B,)``. Randomness comes from the global ``random`` and torch generators, which ``fit``
     reseeds per epoch, so a resumed run replays the same batches.
 
-    The paper's two phases (Appendix A.2: length 128 for 90% of the steps, then 512): passes from ``long_from``
-    on (``fit`` tells the pass number through :meth:`set_epoch`) pack pairs of ``cfg.long_len`` pieces in
-    batches of ``cfg.long_batch_size``. The phase is a function of the pass number alone, so a resumed run
-    replays it too.
+    The paper's two phases (Appendix A.2: length 128 for 90% of the steps, then 512): for a run of ``steps``
+    updates, passes from ``long_from`` on (:meth:`long_phase_start`; ``fit`` tells the pass number through
+    :meth:`set_epoch`) pack pairs of ``cfg.long_len`` pieces in batches of ``cfg.long_batch_size``. The phase is a
+    function of the pass number alone, so a resumed run replays it too.
     """
 
     def __init__(self, documents: Sequence[Sequence[Sequence[int]]], tok: Any, cfg: BertPretrainingConfig,
-                 n_specials: int = len(WordPiece.SPECIALS), long_from: int | None = None):
+                 n_specials: int = len(WordPiece.SPECIALS), steps: int | None = None):
         self.documents, self.tok, self.cfg, self.n_specials = documents, tok, cfg, n_specials
-        self.long_from = long_from if cfg.long_len is not None else None
         self.epoch = 0
+        self.long_from = self.long_phase_start(steps) if steps is not None else None
 
     def set_epoch(self, epoch: int) -> None:
         """Called by ``fit`` before each pass: decides the pass's phase."""
@@ -169,11 +169,11 @@ class PretrainingBatches:
     def batch_size(self) -> int:
         return (self.cfg.long_batch_size or self.cfg.batch_size) if self.long else self.cfg.batch_size
 
-    def pairs(self, rng: random.Random | None = None) -> list[dict[str, Any]]:
-        """One pass's packed (unmasked) features of the current phase's length, shuffled."""
+    def pairs(self, rng: random.Random | None = None, length: int | None = None) -> list[dict[str, Any]]:
+        """One pass's packed (unmasked) features of ``length`` pieces (default: the current phase's), shuffled."""
         r = rng if rng is not None else random
         features = []
-        T = self.length
+        T = self.length if length is None else length
         for p in nsp_pairs(self.documents, T, self.cfg.short_seq_prob, rng=r):
             ids, segments = pack(p.a, p.b, self.tok.cls_id, self.tok.sep_id, T)
             features.append({"input_ids": ids, "token_type_ids": segments, "nsp_labels": p.label})
@@ -201,9 +201,7 @@ class PretrainingBatches:
         phase (or fewer than two passes to split)."""
         if self.cfg.long_len is None:
             return None
-        epoch, self.epoch = self.epoch, 0
-        per_pass = len(self.pairs(random.Random(0))) // self.cfg.batch_size
-        self.epoch = epoch
+        per_pass = len(self.pairs(random.Random(0), self.cfg.max_len)) // self.cfg.batch_size
         short = math.ceil((1.0 - self.cfg.long_frac) * steps / max(1, per_pass))
         return short if short * per_pass < steps else None
 
@@ -253,19 +251,21 @@ def unigram_mlm_baseline(train_documents: Sequence[Sequence[Sequence[int]]],
 
 def pretrain(cfg: BertPretrainingConfig, tok: Any, train_documents: Sequence[Sequence[Sequence[int]]],
              eval_batches: Sequence[dict[str, torch.Tensor]] | None = None, model: BertForPreTraining | None = None,
-             callbacks: Sequence[Callback] = (), **fit_kwargs: Any) -> tuple[BertForPreTraining, History]:
+             callbacks: Sequence[Callback] = (), batches: PretrainingBatches | None = None,
+             **fit_kwargs: Any) -> tuple[BertForPreTraining, History]:
     """Build (or take) a :class:`BertForPreTraining` and pre-train it; returns the model and its history.
 
     ``fit_kwargs`` go to :func:`shoulders.train.fit` (``checkpoint=``, ``progress=``, ...). The history logs the
     training batches' ``mlm_acc``/``nsp_acc``/losses every step and, with
     ``eval_batches``, :func:`evaluate_pretraining`'s metrics prefixed ``val_`` every ``cfg.eval_every`` steps.
     With ``cfg.long_len`` the last passes (about ``cfg.long_frac`` of the steps) use the longer pairs
-    (:meth:`PretrainingBatches.long_phase_start`).
+    (:meth:`PretrainingBatches.long_phase_start`). ``batches``: the :class:`PretrainingBatches` of
+    ``train_documents`` for ``cfg.steps`` steps, when the caller has made them already.
     """
     if model is None:
         model = BertForPreTraining(cfg.model_config(len(tok), tok.pad_id))
-    batches = PretrainingBatches(train_documents, tok, cfg)
-    batches.long_from = batches.long_phase_start(cfg.steps)
+    if batches is None:
+        batches = PretrainingBatches(train_documents, tok, cfg, steps=cfg.steps)
     optimizer = adamw(model, lr=cfg.lr, weight_decay=cfg.weight_decay, eps=cfg.adam_eps)
     history = fit(model, batches, optimizer, steps=cfg.steps,
                   schedule=linear_warmup_decay(cfg.warmup, cfg.steps), clip=cfg.clip,
@@ -331,11 +331,13 @@ def train_giant(cfg: BertPretrainingConfig, *, data: WikiTextForBert | None = No
     data = data if data is not None else wikitext_for_bert(cfg, progress=progress)
     eval_batches = fixed_eval_batches(data.valid, data.tok, cfg)
     snapshots = Snapshots(cfg.snapshots)
+    batches = PretrainingBatches(data.train, data.tok, cfg, steps=cfg.steps)
     model, history = pretrain(cfg, data.tok, data.train, eval_batches, device=device, progress=progress,
-                              callbacks=[snapshots, *fit_kwargs.pop("callbacks", ())], **fit_kwargs)
+                              callbacks=[snapshots, *fit_kwargs.pop("callbacks", ())], batches=batches,
+                              **fit_kwargs)
     metrics = evaluate_pretraining(model.eval(), eval_batches)
     metrics["unigram_mlm_acc"] = unigram_mlm_baseline(data.train, eval_batches)["mlm_acc"]
-    long_from = PretrainingBatches(data.train, data.tok, cfg).long_phase_start(cfg.steps)
+    long_from = batches.long_from
     long_steps = 0 if long_from is None else int((history.series("epoch")[1] >= long_from).sum())
     return Artefact(model=model, history=history, tokenizer=data.tok, metrics=metrics, snapshots=snapshots.states,
                     facts={"training pairs per pass": "fresh NSP pairs of the WikiText-2 train articles",

@@ -103,8 +103,8 @@ class BertFinetuningConfig(Config):
     def validate(self) -> None:
         if min(self.batch_size, self.max_len, self.span_max_len, self.doc_stride, self.max_query_len,
                self.sst2_seeds, self.min_steps, self.steps_labels) < 1:
-            raise ConfigError("batch_size, max_len, span_max_len, doc_stride, max_query_len and sst2_seeds must be "
-                              "positive")
+            raise ConfigError("batch_size, max_len, span_max_len, doc_stride, max_query_len, sst2_seeds, min_steps "
+                              "and steps_labels must be positive")
         if not 0.0 <= self.warmup_frac < 1.0:
             raise ConfigError(f"warmup_frac must be in [0, 1), got {self.warmup_frac}")
         if self.epochs <= 0 or (self.max_steps is not None and self.max_steps < 1) or (
@@ -178,7 +178,6 @@ def finetune(head: nn.Module, features: Sequence[Mapping[str, Any]], pad_id: int
                eval_every=steps if evaluate is not None else None, **fit_kwargs)
 
 
-@torch.no_grad()
 def accuracy(head: nn.Module, features: Sequence[Mapping[str, Any]], pad_id: int) -> float:
     """Percentage of ``features`` whose highest-scoring class (or choice) is their ``labels``."""
     logits = torch.stack(predict(head, features, pad_id))
@@ -189,8 +188,7 @@ def accuracy(head: nn.Module, features: Sequence[Mapping[str, Any]], pad_id: int
 def predict(head: nn.Module, features: Sequence[Mapping[str, Any]], pad_id: int, per_token: bool = False,
             batch_size: int = 128) -> list[Any]:
     """The head's outputs (no labels) for every feature, in the order given, in eval mode, on the CPU, without
-    autograd (a row that kept its batch's graph would keep every activation of the batch alive: on SQuAD's
-    thousands of windows, gigabytes).
+    autograd (so no row keeps its batch's activations alive).
 
     A ``(B, ...)`` output is split into rows; with ``per_token`` (tagging and span heads, outputs ``(B, T, ...)``)
     each row is cut to its feature's own length. A tuple output (a span head's start and end logits) gives a
