@@ -63,6 +63,7 @@ class BertFinetuningConfig(Config):
     wnut_epochs: float | None = None   # passes over WNUT-17 (None: epochs); rare entities need more of them
     squad_eval_fraction: float = 0.25  # articles of SQuAD dev held out for evaluation at smoke/cpu
     squad_train: int | None = None     # questions of the training articles used
+    squad_steps: int | None = None     # updates on SQuAD (None: steps_for its windows, capped by max_steps)
     copa_train: int = 500              # of Balanced COPA's 1,000 items; the rest evaluate
     eval_limit: int | None = None      # evaluate on at most this many examples per task
 
@@ -74,11 +75,11 @@ class BertFinetuningConfig(Config):
         # points at some budget of at most 1,000 labels; WNUT-17 entity F1 at least; SQuAD F1 gain at least
         # (None: not asserted -- at smoke the giant has had one minute). Measured at cpu (one thread, 2-core
         # CPU): 1,000 labels +8.7, all labels +0.3 (inside the seeds' spread, so not asserted yet), WNUT-17 F1 15.4
-        # vs 8.3, SQuAD F1 13.0 vs 8.5 (+4.5; the target of +5 is not met yet, so the floor is 3)
+        # vs 8.3; SQuAD F1 15.5 vs 7.5 after squad_steps=3,000 updates (+8.0; after 1,500: 13.0 vs 8.5, +4.5)
         "smoke": dict(fitted="from scratch", sst2_over_majority=None, beats_spread=False, few_labels_gain=None,
                       wnut_f1=None, squad_gain=None),
         "cpu": dict(fitted="pre-trained", sst2_over_majority=15.0, beats_spread=False, few_labels_gain=5.0,
-                    wnut_f1=10.0, squad_gain=3.0),
+                    wnut_f1=10.0, squad_gain=5.0),
         "full": dict(fitted="pre-trained", sst2_over_majority=15.0, beats_spread=True, few_labels_gain=5.0,
                      wnut_f1=10.0, squad_gain=5.0),
     }
@@ -90,11 +91,12 @@ class BertFinetuningConfig(Config):
                       copa_train=500, eval_limit=500),
         # cpu: 5e-4 for both encoders (of 2e-4, 5e-4 and 1e-3 on SST-2, the best for both in our runs); a
         # pre-trained encoder needs more updates than a fresh one to turn its features to the task (chapter 14b),
-        # so three epochs up to 1,500 updates, and at least 100 for the smallest label budgets
+        # so three epochs up to 1,500 updates, and at least 100 for the smallest label budgets; SQuAD's 27,938
+        # windows get 3,000 (the pre-trained reader gains most from them: F1 +4.5 after 1,500, +8.0 after 3,000)
         "cpu": dict(batch_size=32, lr=5e-4, scratch_lr=5e-4, epochs=3.0, max_steps=1_500, min_steps=100,
                     max_len=128, span_max_len=128, doc_stride=48, max_query_len=32, sst2_seeds=3,
                     sst2_budgets=(100, 300, 1_000, 3_000, 10_000), steps_labels=1_000, snli_train=9_000,
-                    wnut_epochs=10.0),
+                    wnut_epochs=10.0, squad_steps=3_000),
         "full": dict(batch_size=32, lr=1e-4, scratch_lr=1e-4, epochs=3.0, max_len=128, span_max_len=256,
                      doc_stride=128, max_query_len=64, sst2_seeds=3, min_steps=100,
                      sst2_budgets=(100, 300, 1_000, 3_000, 10_000), steps_labels=1_000),
@@ -108,8 +110,9 @@ class BertFinetuningConfig(Config):
         if not 0.0 <= self.warmup_frac < 1.0:
             raise ConfigError(f"warmup_frac must be in [0, 1), got {self.warmup_frac}")
         if self.epochs <= 0 or (self.max_steps is not None and self.max_steps < 1) or (
-                self.wnut_epochs is not None and self.wnut_epochs <= 0):
-            raise ConfigError("epochs, wnut_epochs and max_steps must be positive")
+                self.wnut_epochs is not None and self.wnut_epochs <= 0) or (
+                self.squad_steps is not None and self.squad_steps < 1):
+            raise ConfigError("epochs, wnut_epochs, max_steps and squad_steps must be positive")
         if not 0.0 < self.squad_eval_fraction < 1.0:
             raise ConfigError(f"squad_eval_fraction must be in (0, 1), got {self.squad_eval_fraction}")
 
