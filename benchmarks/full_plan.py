@@ -35,7 +35,7 @@ host sync (~1 ms a step, measured on the CPU) plus ~10 us to launch each kernel 
 model (stated, not measured -- no GPU has run these presets yet):
 
 * transformers (chapters 12, 14): 30%; d_model 256 leaves the GEMMs small and the elementwise work unfused;
-* recurrent LMs (chapter 3): 15%; the recurrence is 35 small sequential GEMMs (batch 20), only the softmax is big;
+* recurrent LMs (chapters 3, 10): 15%; the recurrence is 35 small sequential GEMMs (batch 20), only the softmax is big;
 * window LMs (chapter 2): 15%; a 33,278-way softmax over batches of 256-512 is as much memory traffic as math;
 * word vectors (chapters 4-6): time from bytes at 50% of the HBM bandwidth (random rows, atomic adds).
 
@@ -72,6 +72,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 import shoulders as sh  # noqa: E402
 from shoulders import heads  # noqa: E402
 from shoulders.models.bert import BertModel  # noqa: E402
+from shoulders.models.elmo import ELMoConfig  # noqa: E402
 from shoulders.models.cw import CWConfig  # noqa: E402
 from shoulders.models.fasttext import FastTextConfig, SubwordConfig  # noqa: E402
 from shoulders.models.glove import GloVeConfig  # noqa: E402
@@ -434,6 +435,13 @@ def runs(tiny: bool = False) -> list[Run]:
     c = Word2VecConfig.preset(scale, dim=s.dim, sample=s.sample, lr=s.lr, epochs=s.epochs, min_count=s.min_count,
                               train_tokens=s.train_tokens, corpus=s.corpus, predict=s.predict)
     out.append(_word_vector_run(6, "plain skip-gram (same settings)", c, tiny))
+    # chapter 10: ELMo's biLM (fit, AdamW): both directions over the same windows, one shared softmax
+    c = ELMoConfig.preset(scale)
+    per = c.batch_size * c.bptt
+    out.append(Run(10, "ELMo biLM pre-training", c.build, batch_of(c), c.steps, per, "tokens",
+                   _epochs(c.steps * per, WIKITEXT2_TRAIN, "WikiText-2 train")
+                   + f", {c.batch_size} x {c.bptt} words, both directions", "recurrent",
+                   _adamw(c.lr, c.weight_decay), c))
     # chapter 12: the Transformer on Multi30k (fit, Adam (0.9, 0.98))
     c = TransformerConfig.preset(scale)
     per = c.batch_size * (13 + 18)

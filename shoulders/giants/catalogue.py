@@ -15,8 +15,10 @@ from torch import nn
 
 from ..config import Config
 from ..data.entry import Dataset
-from ..recipes import bert
+from ..recipes import bert, elmo
 from ..recipes.artefact import Artefact
+from ..models.elmo import ELMoConfig
+from ..text.vocab import Vocab
 from ..text.wordpiece import WordPiece
 
 __all__ = ["CATALOGUE", "Giant", "get", "names", "register"]
@@ -69,7 +71,20 @@ BERT = Giant(
     minutes={"smoke": 1, "cpu": 40, "full": 45},
 )
 
-_CATALOGUE: dict[str, Giant] = {g.name: g for g in (BERT,)}
+ELMO = Giant(
+    name="elmo",
+    title="ELMo's biLM (character CNN, forward and backward LSTMs) pre-trained on WikiText-2 (Peters et al. 2018)",
+    chapter="10 (ELMo)",
+    config=ELMoConfig,
+    train=elmo.train_giant,
+    build=elmo.build,
+    tokenizer=Vocab,
+    tokenizer_file="vocab.json",
+    data=("wikitext-2",),
+    minutes={"smoke": 1, "cpu": 50, "full": 120},
+)
+
+_CATALOGUE: dict[str, Giant] = {g.name: g for g in (BERT, ELMO)}
 CATALOGUE: Mapping[str, Giant] = MappingProxyType(_CATALOGUE)
 """Every giant of the book by name (read-only; :func:`register` adds one)."""
 

@@ -51,10 +51,32 @@ from ..text.stream import BPTTBatches, LMStream
 from .ids import check_ids, check_labels
 from .nnlm import init_unigram_bias_
 
-__all__ = ["LSTMLM", "LSTMLMConfig", "RNNLM", "RNNLMConfig", "RecurrentLM", "RecurrentLMConfig", "State"]
+__all__ = ["LSTMLM", "LSTMLMConfig", "RNNLM", "RNNLMConfig", "RecurrentLM", "RecurrentLMConfig", "State",
+           "init_unigram_output_"]
 
 # nn.RNN's state is h (L, B, H); nn.LSTM's is (h, c), each (L, B, H)
 State = Union[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]
+
+
+@torch.no_grad()
+def init_unigram_output_(out: nn.Module, counts: torch.Tensor) -> None:
+    """Start an output layer -- a full-softmax ``nn.Linear`` or an ``nn.AdaptiveLogSoftmaxWithLoss`` -- at the
+    add-one unigram model of the training ``counts`` (|V|,).
+
+    Full softmax: the biases b = log P(w) (:func:`~shoulders.models.nnlm.init_unigram_bias_`). Adaptive softmax:
+    the head's biases are log P(w) for its words and log P(cluster i) = log of the summed P(w) of the cluster's
+    words for its cluster entries, so the head is the unigram model at the cluster level (the tail layers have no
+    bias; inside a cluster the start is uniform).
+    """
+    if not isinstance(out, nn.AdaptiveLogSoftmaxWithLoss):
+        init_unigram_bias_(out.bias, counts)
+        return
+    log_p = unigram_log_probs(counts)  # (|V|,)
+    if log_p.numel() != out.n_classes:
+        raise ValueError(f"counts has {log_p.numel()} entries but the vocabulary has {out.n_classes}")
+    edges = out.cutoffs  # [c_0, c_1, ..., |V|]
+    clusters = [torch.logsumexp(log_p[a:b], 0) for a, b in zip(edges[:-1], edges[1:])]
+    out.head.bias.copy_(torch.cat([log_p[: edges[0]], torch.stack(clusters)]).to(out.head.bias.dtype))
 
 
 @dataclasses.dataclass
@@ -209,24 +231,10 @@ class RecurrentLM(nn.Module):
             raise TypeError("an adaptive softmax has no |V| output biases: use model.init_unigram_(counts)")
         return self.out.bias
 
-    @torch.no_grad()
     def init_unigram_(self, counts: torch.Tensor) -> None:
-        """Start the output layer at the add-one unigram model of the training ``counts`` (|V|,).
-
-        Full softmax: the biases b = log P(w) (:func:`~shoulders.models.nnlm.init_unigram_bias_`). Adaptive
-        softmax: the head's biases are log P(w) for its words and log P(cluster i) = log of the summed P(w) of the
-        cluster's words for its cluster entries, so the head is the unigram model at the cluster level (the tail
-        layers have no bias; inside a cluster the start is uniform).
-        """
-        if not self.adaptive:
-            init_unigram_bias_(self.out.bias, counts)
-            return
-        log_p = unigram_log_probs(counts)  # (|V|,)
-        if log_p.numel() != self.cfg.vocab_size:
-            raise ValueError(f"counts has {log_p.numel()} entries but the vocabulary has {self.cfg.vocab_size}")
-        edges = self.out.cutoffs  # [c_0, c_1, ..., |V|]
-        clusters = [torch.logsumexp(log_p[a:b], 0) for a, b in zip(edges[:-1], edges[1:])]
-        self.out.head.bias.copy_(torch.cat([log_p[: edges[0]], torch.stack(clusters)]).to(self.out.head.bias.dtype))
+        """Start the output layer at the add-one unigram model of the training ``counts`` (|V|,)
+        (:func:`init_unigram_output_`)."""
+        init_unigram_output_(self.out, counts)
 
     def hidden(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
         """The top layer's outputs (after dropout) that the output layer reads: x (B, T) -> ((B, T, H), state)."""

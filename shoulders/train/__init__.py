@@ -9,7 +9,8 @@
   :func:`linear_warmup_decay` (BERT), :func:`inverse_sqrt` (Transformer), :func:`stlr` (ULMFiT),
   :func:`cosine_warmup` (GPT), :func:`one_cycle`;
 * :func:`discriminative_lr`, :func:`freeze`, :func:`unfreeze`, :class:`GradualUnfreezing` (ULMFiT);
-* :class:`Callback`, :class:`EarlyStopping`, :class:`Snapshots`, :class:`CarryState` (truncated BPTT); :func:`adamw`;
+* :class:`Callback`, :class:`EarlyStopping`, :class:`Snapshots`, :class:`Probe` (log what a run should record),
+  :class:`CarryState` (truncated BPTT); :func:`adamw`;
 * checkpoints: :func:`save_checkpoint`, :func:`load_checkpoint`, :func:`load_weights`, :func:`latest_checkpoint`;
 * errors: :class:`TrainingDiverged`, :class:`CheckpointError`.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from . import distributed, schedules
 from .bptt import CarryState, detach_state
-from .callbacks import Callback, EarlyStopping, GradualUnfreezing, Run, Snapshots
+from .callbacks import Callback, EarlyStopping, GradualUnfreezing, Probe, Run, Snapshots
 from .checkpoint import latest_checkpoint, load_checkpoint, load_weights, save_checkpoint
 from .errors import CheckpointError, TrainingDiverged
 from .history import History
@@ -36,6 +37,7 @@ __all__ = [
     "EarlyStopping",
     "GradualUnfreezing",
     "History",
+    "Probe",
     "Run",
     "Schedule",
     "Snapshots",

@@ -222,3 +222,18 @@ class Snapshots(Callback):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.states = {int(k): dict(v) for k, v in state.get("states", {}).items()}
+
+
+class Probe(Callback):
+    """Log ``fn(model)`` -- numbers by name -- into the history after every ``every`` updates (and after the last):
+    quantities a run should record that are not outputs of the model's forward, e.g. the layer weights of
+    ELMo's scalar mix while a task trains (chapter 10, :func:`shoulders.viz.layer_mix`)."""
+
+    def __init__(self, fn: Any, every: int = 1):
+        if every < 1:
+            raise ValueError(f"every must be >= 1, got {every}")
+        self.fn, self.every = fn, int(every)
+
+    def on_step_end(self, run: Run, logs: dict[str, float]) -> None:
+        if run.step % self.every == 0 or run.step == run.steps:
+            run.history.log(run.step, **{k: float(v) for k, v in self.fn(run.model).items()})

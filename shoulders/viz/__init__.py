@@ -10,6 +10,8 @@ Public surface:
 * :func:`training_curves` -- loss and metrics against the step, from a run's history (static figure);
 * :class:`LivePlot` -- a ``fit`` callback that redraws the loss in a notebook while the model trains;
 * :func:`lr_curves` -- every learning-rate schedule with sliders, plus the lr a run recorded (:class:`View`);
+* :func:`layer_mix` -- ELMo's softmax-normalised layer weights and γ per task, and how they moved while it trained
+  (:class:`View`); :func:`layer_mix_figure` its static figure, :func:`mix_trace` the weights a run logged;
 * :func:`stack_view` / :class:`StackView` -- precomputed images (or any widgets) switched in the browser;
 * :class:`View` -- a static figure plus a widget, displayed in that order;
 * :func:`transfer_bars` -- pre-trained against from scratch and the baseline, task by task, seeds as dots;
@@ -23,6 +25,7 @@ from __future__ import annotations
 from .attention import attention_heads
 from .curves import expand_keys, training_curves
 from .figure import DPI, BookFigure, figure_to_image_widget, figure_to_png, subplots
+from .layer_weights import layer_mix, layer_mix_figure, mix_trace
 from .live import LivePlot
 from .lr import default_schedules, lr_curves, lr_figure, recorded_lr, schedule_steps
 from .next_word import next_word_explorer, next_word_figure, top_k
@@ -42,9 +45,12 @@ __all__ = [
     "figure_to_image_widget",
     "figure_to_png",
     "label_budget_figure",
+    "layer_mix",
+    "layer_mix_figure",
     "pretraining_steps_figure",
     "lr_curves",
     "lr_figure",
+    "mix_trace",
     "next_word_explorer",
     "next_word_figure",
     "recorded_lr",

@@ -1,0 +1,124 @@
+"""Adding ELMo to a supervised model (Peters et al. 2018, §3.3): the task encoder chapter 10 compares with and
+without ELMo.
+
+The paper's recipe: take a task model that reads context-independent word vectors x_k (GloVe), run the frozen
+biLM over the same sentence, and give the model's first recurrent layer the concatenation
+
+    r_k = [x_k ; ELMo_k^task],      ELMo_k^task = gamma^task * sum_j s_j^task h_k,j        (§3.2 eq. 1, §3.3)
+
+learning only s^task and gamma^task (a :class:`~shoulders.models.elmo.ScalarMix`) with the task. Some of the
+paper's models also add a second, separately weighted mix at the output of that layer, [h_k ; ELMo_k^out] (SNLI,
+SQuAD); ``output_mix=True`` does that. Dropout is applied to ELMo, as in the paper.
+
+The task model here is one for every task of the chapter: a BiLSTM over r_k, its states ``hidden`` (B, T, 2H)
+for tagging and, max-pooled over the words, ``pooled`` (B, 2H) for classification (InferSent's pooling, Conneau et
+al. 2017) -- so :mod:`shoulders.heads`' classifiers and taggers work on it as on BERT. A sentence pair is one
+sequence with a separator word between its sentences (``token_type_ids`` are not used). Without a biLM the same
+model reads x_k alone: the control of every ELMo comparison.
+
+Inputs are word ids in the task's vocabulary: ``word_vectors`` (V, d) holds their vectors and ``char_table``
+(V, C) their characters (:func:`shoulders.text.word_chars.char_table`, with the padding word's row all zero), so
+a word the biLM's softmax never saw still gets its ELMo vectors from its spelling.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+import torch.nn as nn
+
+from .elmo import BiLM, ScalarMix
+from .ids import check_ids
+
+__all__ = ["ContextualEncoder", "EncoderOutput"]
+
+
+@dataclasses.dataclass
+class EncoderOutput:
+    """What :class:`ContextualEncoder` returns (the protocol of :mod:`shoulders.heads`)."""
+
+    hidden: torch.Tensor  # (B, T, d_model): one vector per word (zero at padding)
+    pooled: torch.Tensor  # (B, d_model): the max over the sentence's words
+
+
+class ContextualEncoder(nn.Module):
+    """Word vectors (+ ELMo, when ``bilm`` is given) -> a BiLSTM of ``hidden`` units per direction.
+
+    Args:
+        word_vectors: (V, d) the task vocabulary's context-independent vectors, frozen unless ``train_words``.
+        hidden: units per LSTM direction (d_model = 2 * hidden, or 2 * hidden + 2P with ``output_mix``).
+        bilm: a pre-trained :class:`~shoulders.models.elmo.BiLM`; frozen here and always in eval mode.
+        char_table: (V, C) the characters of every task word (needed with ``bilm``).
+        layer_norm: normalise each biLM layer before mixing (ScalarMix's ``do_layer_norm``).
+        output_mix: also concatenate a second mix to the BiLSTM's output (§3.3).
+        dropout: on the word vectors, on ELMo and on the BiLSTM output.
+        pad_id: the padding word's id (ignored where ``attention_mask`` is given).
+    """
+
+    def __init__(self, word_vectors: torch.Tensor, hidden: int, bilm: BiLM | None = None,
+                 char_table: torch.Tensor | None = None, *, layer_norm: bool = False, output_mix: bool = False,
+                 dropout: float = 0.5, pad_id: int = 0, train_words: bool = False):
+        super().__init__()
+        if word_vectors.dim() != 2:
+            raise ValueError(f"word_vectors must be (V, d), got shape {tuple(word_vectors.shape)}")
+        if bilm is not None and (char_table is None or char_table.shape[0] != word_vectors.shape[0]):
+            raise ValueError("with a biLM, char_table must give the characters of every word of the vocabulary: "
+                             f"(V={word_vectors.shape[0]}, C), got "
+                             f"{None if char_table is None else tuple(char_table.shape)}")
+        if bilm is None and output_mix:
+            raise ValueError("output_mix needs a biLM")
+        self.pad_id = pad_id
+        self.words = nn.Embedding.from_pretrained(word_vectors.float().clone(), freeze=not train_words)
+        self.bilm = bilm
+        d_in, elmo_dim = word_vectors.shape[1], 0
+        if bilm is not None:
+            bilm.requires_grad_(False)
+            bilm.eval()
+            self.register_buffer("char_table", char_table.long().clone(), persistent=False)
+            n_layers, elmo_dim = bilm.cfg.n_layers + 1, bilm.cfg.output_dim
+            self.mix = ScalarMix(n_layers, do_layer_norm=layer_norm)
+            self.mix_out = ScalarMix(n_layers, do_layer_norm=layer_norm) if output_mix else None
+            d_in += elmo_dim
+        self.drop = nn.Dropout(dropout)
+        self.lstm = nn.LSTM(d_in, hidden, batch_first=True, bidirectional=True)
+        self.d_model = 2 * hidden + (elmo_dim if output_mix else 0)
+
+    def train(self, mode: bool = True) -> "ContextualEncoder":
+        super().train(mode)
+        if self.bilm is not None:
+            self.bilm.eval()  # frozen: no dropout inside the biLM, its layers are fixed features
+        return self
+
+    def mix_logs(self) -> dict[str, float]:
+        """The mixes' weights softmax(s)_j and gamma by name (``mix_w0`` ..., ``mix_gamma``; ``mix_out_...`` for
+        the output mix): what :class:`shoulders.train.Probe` logs and :func:`shoulders.viz.layer_mix` draws."""
+        logs: dict[str, float] = {}
+        for name, mix in (("mix", getattr(self, "mix", None)), ("mix_out", getattr(self, "mix_out", None))):
+            if mix is not None:
+                w, gamma = mix.weights()
+                logs.update({f"{name}_w{j}": float(v) for j, v in enumerate(w)}, **{f"{name}_gamma": gamma})
+        return logs
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None) -> EncoderOutput:
+        check_ids(input_ids, "input_ids", self.words.num_embeddings, dims=2)  # (B, T)
+        mask = (input_ids != self.pad_id) if attention_mask is None else attention_mask.bool()  # (B, T)
+        lengths = mask.sum(1)
+        if bool((lengths == 0).any()):
+            raise ValueError("every row needs at least one word (a row of padding only has nothing to encode)")
+        x = self.drop(self.words(input_ids))  # (B, T, d)
+        elmo = None
+        if self.bilm is not None:
+            chars = self.char_table[input_ids] * mask.unsqueeze(-1)  # (B, T, C): all-zero rows at padding
+            with torch.no_grad():
+                layers = self.bilm.layers(chars, mask)  # (L+1, B, T, 2P), fixed features
+            x = torch.cat([x, self.drop(self.mix(layers, mask))], -1)  # r_k = [x_k ; ELMo_k]
+            elmo = layers
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        h, _ = self.lstm(packed)
+        h, _ = nn.utils.rnn.pad_packed_sequence(h, batch_first=True, total_length=x.shape[1])  # (B, T, 2H)
+        if self.bilm is not None and self.mix_out is not None:
+            h = torch.cat([h, self.mix_out(elmo, mask)], -1)  # [h_k ; ELMo_k^out]
+        h = self.drop(h) * mask.unsqueeze(-1).to(h.dtype)
+        pooled = h.masked_fill(~mask.unsqueeze(-1), torch.finfo(h.dtype).min).amax(1)  # (B, d_model)
+        return EncoderOutput(hidden=h, pooled=pooled)
