@@ -89,3 +89,18 @@ def test_config_errors():
         glove.GloVeConfig(alpha=0)
     with pytest.raises(ConfigError):
         glove.GloVeConfig(x_max=-1)
+
+
+def test_the_glove_giant_trains_once_and_loads_the_same_vectors(tmp_path, monkeypatch, one_thread):
+    import shoulders as sh
+
+    monkeypatch.setenv("SHOULDERS_GIANTS", str(tmp_path / "giants"))
+    cfg = glove.GloVeConfig.preset("smoke").replace(train_tokens=30_000, epochs=3)
+    first = sh.giants.load("glove", cfg, progress=False)
+    assert first.trained and len(first.tokenizer) == first.model.W.num_embeddings
+    loss = first.history.series("loss")[1]
+    assert loss[-1] < loss[0], "GloVe's weighted least squares did not fall"
+    second = sh.giants.load("glove", cfg, progress=False)
+    assert not second.trained and second.tokenizer.tokens == first.tokenizer.tokens
+    assert torch.equal(second.model.vectors(), first.model.vectors())
+    assert "the" in second.tokenizer and second.model.vectors().shape == (len(second.tokenizer), cfg.dim)

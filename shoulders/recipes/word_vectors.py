@@ -9,6 +9,7 @@
   rule, not an optimiser, but shares :func:`shoulders.train.fit`'s progress bar, history and evaluation hook
   (:class:`~shoulders.train.Tracker`);
 * :func:`train_glove` -- GloVe's AdaGrad (Pennington et al. 2014) through :func:`shoulders.train.fit`;
+  :func:`glove_giant` / :func:`build_glove` -- the ``glove`` giant (chapter 5's vectors, for later chapters);
 * :func:`train_classifier` -- fastText's text classifier (Joulin et al. 2017): SGD on *sparse* gradients with a
   linear decay to zero, through :func:`shoulders.train.fit`;
 * :func:`scores` -- what chapters 4-6 report for a set of vectors: analogies, WordSim-353, SimLex-999 and the
@@ -35,8 +36,10 @@ from ..train.history import History
 from ..train.loop import fit
 from ..train.progress import Tracker
 from ..train.schedules import linear_warmup_decay
+from .artefact import Artefact
 
-__all__ = ["CORPORA", "corpus_lines", "prepare", "scores", "train_classifier", "train_glove", "train_word2vec"]
+__all__ = ["CORPORA", "build_glove", "corpus_lines", "glove_giant", "prepare", "scores", "train_classifier",
+           "train_glove", "train_word2vec"]
 
 CORPORA = ("wikitext-2", "text8")
 LOG_EVERY = 20  # word2vec's history: one row (mean loss per prediction, lr, words/s) every this many batches
@@ -238,6 +241,25 @@ def train_glove(model: GloVe, cooc: Cooccurrence, cfg: GloVeConfig | None = None
                eval_every=eval_every or (None if evaluate is None else len(batches)), device=device, amp=False,
                seed=cfg.seed, **fit_kwargs)
 
+
+
+def build_glove(cfg: GloVeConfig, vocab: Any) -> GloVe:
+    """An untrained GloVe for ``vocab``'s words: what a cached ``glove`` giant's weights are loaded into."""
+    return cfg.build(len(vocab))
+
+
+def glove_giant(cfg: GloVeConfig, *, device: Any = None, progress: bool = True, **fit_kwargs: Any) -> Artefact:
+    """Chapter 5's recipe as a giant: count X on ``cfg.corpus``, fit GloVe, keep the vocabulary beside it, so that
+    later chapters (ELMo's task models read GloVe vectors, chapter 10) load the vectors instead of training them.
+    The vectors are ``model.vectors()`` (W + W~, as the paper evaluates them)."""
+    corpus = prepare(cfg)
+    cooc = cfg.cooccurrence(corpus)
+    model = build_glove(cfg, corpus.vocab)
+    history = train_glove(model, cooc, cfg, progress=progress, device=device, **fit_kwargs)
+    return Artefact(model=model.cpu(), history=history, tokenizer=corpus.vocab,
+                    metrics={"final_loss": history.last("loss")},
+                    facts={"corpus": cfg.corpus, "tokens": len(corpus), "vocabulary": len(corpus.vocab),
+                           "non-zero entries of X": len(cooc)})
 
 # -- fastText's classifier ---------------------------------------------------------------------------------------
 def train_classifier(model: FastTextClassifier, batches: Any, cfg: FastTextConfig | None = None, *,
