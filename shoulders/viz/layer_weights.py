@@ -5,8 +5,9 @@ eq. 1): ``ELMo_k = γ · Σ_j softmax(s)_j · h_{k,j}``, with ``j = 0`` the toke
 the two biLSTM layers; every task learns its own ``s`` and ``γ`` (the paper's Figure 2 compares the weights of
 two tasks). While the task trains, its model logs ``softmax(s)_j`` and ``γ`` into the run's
 :class:`~shoulders.train.History` under ``<prefix>_w0``, ``<prefix>_w1``, ... and ``<prefix>_gamma`` (prefix
-``"mix"``; a model with two mixes, at the input and at the output of its task network, logs ``mix_in_*`` and
-``mix_out_*``: pass ``prefix=``).
+``"mix"``; :class:`~shoulders.models.elmo_task.ContextualEncoder` with a second mix at the output of its task
+network logs that one as ``mix_out_*``: pass ``prefix="mix_out"``). :class:`shoulders.train.Probe` does the logging:
+``callbacks=[Probe(lambda m: m.encoder.mix_logs())]``.
 
 ``layer_mix({task: history, ...})`` returns a :class:`~shoulders.viz.View`:
 
