@@ -11,6 +11,7 @@ One job per file:
 * :mod:`~shoulders.text.windows` -- :func:`ngram_batches`, :func:`window_batches` (the window models' batches);
 * :mod:`~shoulders.text.lm_data` -- :class:`LMCorpus`, :func:`wikitext2_corpus` (one corpus, counted or streamed);
 * :mod:`~shoulders.text.word_chars` -- :func:`char_ids`, :func:`char_table` (words as byte ids: ELMo's input);
+* :mod:`~shoulders.text.word_tokenizer` -- :class:`WordTokenizer` (whole words behind WordPiece's interface);
 * :mod:`~shoulders.text.wordpiece` -- :class:`WordPiece` (BERT's tokenizer: basic + greedy pieces, training, vocab.txt);
 * :mod:`~shoulders.text.bert_inputs`, :mod:`~shoulders.text.masking`, :mod:`~shoulders.text.nsp_pairs` -- BERT's
   packed inputs, masked-LM corruption and next-sentence pairs;
@@ -37,7 +38,7 @@ _WHERE = {
     "Vocab": "vocab", "VocabFileError": "vocab", "count_tokens": "vocab",
     "char_ids": "word_chars", "char_table": "word_chars",
     "WindowBatches": "windows", "ngram_batches": "windows", "sliding_windows": "windows", "window_batches": "windows",
-    "WordPiece": "wordpiece",
+    "WordPiece": "wordpiece", "WordTokenizer": "word_tokenizer",
 }
 
 
@@ -57,7 +58,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "SIMPLE_WORDS_PATTERN",
-    "BPTTBatches", "LMCorpus", "LMStream", "Vocab", "VocabFileError", "WindowBatches", "WordPiece",
+    "BPTTBatches", "LMCorpus", "LMStream", "Vocab", "VocabFileError", "WindowBatches", "WordPiece", "WordTokenizer",
     "attention_mask", "batchify", "causal_mask", "char_ids", "char_table", "chars", "count_tokens", "lm_stream",
     "ngram_batches", "pad_sequences", "padding_mask", "simple_words", "sliding_windows", "take_tokens",
     "unigram_log_probs", "window_batches", "words", "wikitext2_corpus",
