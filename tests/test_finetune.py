@@ -96,6 +96,15 @@ def test_finetune_learns_and_compare_builds_a_row():
     assert seeds["pre-trained"]["score"] == pytest.approx(sum(runs) / 2)
     assert f"({min(runs):.1f}-{max(runs):.1f})" in shoulders_table({"toy": seeds})
     assert "mean and range of 2 seeds" in describe("toy", seeds)
+    assert "histories" not in seeds["pre-trained"]
+    probed = compare(make, {"pre-trained": build}, feats, 0, cfg, acc, {"pre-trained": 3e-3}, metric="acc",
+                     baseline=50.0, prior=prior, steps=10, seeds=[1, 0],
+                     probe=lambda head: {"w_norm": head.classifier.weight.norm()}, probe_every=4)
+    assert probed["pre-trained"]["scores"] == [runs[1], runs[0]], "a probe must not change the runs"
+    hists = probed["pre-trained"]["histories"]
+    assert len(hists) == 2 and list(hists[0].series("w_norm")[0]) == [4, 8, 10]
+    norms = hists[0].series("w_norm")[1]
+    assert norms[0] != norms[-1], "the probe must read the model as it trains"
     with pytest.raises(ValueError, match="at least one seed"):
         compare(make, {"x": build}, feats, 0, cfg, acc, {"x": 1e-3}, metric="acc", baseline=50.0, prior=prior, seeds=[])
     frozen = make(build())

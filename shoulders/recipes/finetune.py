@@ -22,6 +22,7 @@ from ..config import Config, ConfigError
 from ..evaluate import ledger
 from ..heads import Head
 from ..text.bert_inputs import collate
+from ..train.callbacks import Probe
 from ..train.history import History
 from ..train.loop import fit
 from ..train.optimizers import adamw
@@ -231,7 +232,8 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
             features: Sequence[Mapping[str, Any]], pad_id: int, cfg: BertFinetuningConfig,
             score: Callable[[nn.Module], float], lrs: Mapping[str, float], *, metric: str, baseline: float,
             prior: float, steps: int | None = None, device: Any = None,
-            seeds: Sequence[int] = (0,)) -> dict[str, Any]:
+            seeds: Sequence[int] = (0,), probe: Callable[[nn.Module], Mapping[str, float]] | None = None,
+            probe_every: int = 10) -> dict[str, Any]:
     """Fine-tune one head per encoder (e.g. ``{"pre-trained": ..., "from scratch": ...}``) on the same features
     with the same schedule and seeds, and score each: one row of chapter 14's table.
 
@@ -240,17 +242,23 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
     ``seeds``), ``scores`` (one per seed, in order), ``train_loss`` (the last 20 updates, averaged over seeds),
     ``seconds`` (per run) and ``steps``. Each seed fixes the head's and (from scratch) the encoder's
     initialisation, the dropout masks and the batch order, the same for every encoder.
+
+    ``probe``: numbers by name to log every ``probe_every`` updates of each run (:class:`shoulders.train.Probe`;
+    e.g. ELMo's layer weights, chapter 10); each encoder's entry then also holds ``histories``, one per seed.
     """
     if not seeds:
         raise ValueError("compare needs at least one seed")
     row: dict[str, Any] = {"metric": metric, "baseline": float(baseline), "prior": float(prior),
                            "train examples": len(features), "seeds": [int(s) for s in seeds]}
     for name, build in encoders.items():
-        scores, train_losses, seconds = [], [], []
+        scores, train_losses, seconds, histories = [], [], [], []
         for s in seeds:
             set_seed(s)
             head = make_head(build())  # fit moves it to ``device``
-            hist = finetune(head, features, pad_id, cfg, lr=lrs[name], steps=steps, device=device, progress=False)
+            probes = [] if probe is None else [Probe(probe, every=probe_every)]
+            hist = finetune(head, features, pad_id, cfg, lr=lrs[name], steps=steps, device=device, progress=False,
+                            callbacks=probes)
+            histories.append(hist)
             _, losses = hist.series("loss")
             scores.append(float(score(head)))
             train_losses.append(float(losses[-20:].mean()))
@@ -258,6 +266,8 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
         row[name] = {"score": sum(scores) / len(scores), "scores": scores,
                      "train_loss": sum(train_losses) / len(train_losses), "seconds": sum(seconds) / len(seconds),
                      "steps": len(losses)}
+        if probe is not None:
+            row[name]["histories"] = histories
     return row
 
 

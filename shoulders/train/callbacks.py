@@ -236,4 +236,5 @@ class Probe(Callback):
 
     def on_step_end(self, run: Run, logs: dict[str, float]) -> None:
         if run.step % self.every == 0 or run.step == run.steps:
-            run.history.log(run.step, **{k: float(v) for k, v in self.fn(run.model).items()})
+            values = self.fn(run.model)
+            run.history.log(run.step, **{k: float(v.detach() if torch.is_tensor(v) else v) for k, v in values.items()})
