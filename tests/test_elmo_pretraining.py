@@ -9,11 +9,12 @@ import torch
 
 import shoulders as sh
 from shoulders.models.elmo import ELMoConfig
-from shoulders.recipes.elmo import BiLMWindows, build, direction_perplexity, train_giant
+from shoulders.recipes.elmo import BiLMWindows, build, direction_perplexity, task_vectors, train_giant
 from shoulders.text.lm_data import LMCorpus
 from shoulders.text.stream import lm_stream
 from shoulders.text.vocab import Vocab
 from shoulders.text.word_chars import char_table
+from shoulders.text.word_tokenizer import WordTokenizer
 
 TINY = dict(vocab_size=50, max_chars=8, char_dim=4, filters=((1, 4), (2, 4)), n_highway=1, proj_dim=8, lstm_dim=16,
             n_layers=2, dropout=0.0, adaptive_cutoffs=None, batch_size=4, bptt=5, steps=30, warmup=3, lr=1e-2)
@@ -111,3 +112,17 @@ def test_train_giant_takes_the_pages_corpus(one_thread):
                       {"train": lm_stream(lines, vocab), "valid": lm_stream(lines[:5], vocab)})
     art = train_giant(cfg.replace(steps=80), corpus=corpus, progress=False)
     assert art.metrics["valid_ppl_forward"] < 2.0 < art.metrics["valid_ppl_unigram"], art.metrics
+
+
+def test_task_vectors_look_words_up_then_their_lower_case_else_zero():
+    glove_vocab = Vocab.build([["the", "film", "paris", "<unk>"]], specials=["<unk>"], unk="<unk>")
+    table = torch.arange(len(glove_vocab) * 2, dtype=torch.float).view(-1, 2) + 1
+    tok = WordTokenizer.build(["The film in Paris", "zzz"])
+    vecs, found = task_vectors(tok, glove_vocab, table)
+    assert vecs.shape == (len(tok), 2)
+    assert torch.equal(vecs[tok.vocab["The"]], table[glove_vocab["the"]])     # lower-cased fallback
+    assert torch.equal(vecs[tok.vocab["film"]], table[glove_vocab["film"]])
+    assert not vecs[tok.vocab["zzz"]].any() and not vecs[tok.vocab["in"]].any() and not vecs[tok.pad_id].any()
+    assert found == pytest.approx(3 / 5)                                      # The, film, Paris of 5 words
+    with pytest.raises(ValueError, match="vectors must be"):
+        task_vectors(tok, glove_vocab, table[:2])

@@ -23,12 +23,13 @@ from ..models.elmo import BiLM, ELMoConfig, bilm_targets
 from ..text.lm_data import LMCorpus, wikitext2_corpus
 from ..text.vocab import Vocab
 from ..text.word_chars import char_table
+from ..text.word_tokenizer import WordTokenizer
 from ..train.loop import fit
 from ..train.optimizers import adamw
 from ..train.schedules import linear_warmup_decay
 from .artefact import Artefact
 
-__all__ = ["BiLMWindows", "build", "direction_perplexity", "train_giant", "wikitext_for_elmo"]
+__all__ = ["BiLMWindows", "build", "direction_perplexity", "task_vectors", "train_giant", "wikitext_for_elmo"]
 
 
 def wikitext_for_elmo(cfg: ELMoConfig) -> LMCorpus:
@@ -135,3 +136,26 @@ def train_giant(cfg: ELMoConfig, *, corpus: LMCorpus | None = None, device: Any 
     return Artefact(model=model, history=history, tokenizer=corpus.vocab, metrics=metrics,
                     facts={"training tokens": corpus.train.num_tokens, "vocabulary": len(corpus.vocab),
                            "windows": f"{cfg.bptt} words, zero initial state, a fresh offset every pass"})
+
+
+def task_vectors(tok: WordTokenizer, vocab: Vocab, vectors: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """Context-independent vectors for every word of a task's vocabulary, looked up in a word-vector table
+    (``vocab`` and ``vectors`` (|V|, d), e.g. the ``glove`` giant's): the word itself, else its lower-cased form,
+    else zeros -- as for the four specials. ELMo's task models read these beside ELMo (Peters et al. 2018, §3.3).
+
+    Returns the (len(tok), d) table and the share of the task's words (specials excluded) that were found.
+    """
+    if vectors.dim() != 2 or vectors.shape[0] != len(vocab):
+        raise ValueError(f"vectors must be (|V| = {len(vocab)}, d), got shape {tuple(vectors.shape)}")
+    out = torch.zeros(len(tok), vectors.shape[1], dtype=vectors.dtype)
+    found, words = 0, 0
+    for i, w in enumerate(tok.tokens):
+        if w in WordTokenizer.SPECIALS:
+            continue
+        words += 1
+        for form in (w, w.lower()):
+            if form in vocab and form != vocab.unk:
+                out[i] = vectors[vocab[form]]
+                found += 1
+                break
+    return out, found / max(words, 1)
