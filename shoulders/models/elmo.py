@@ -55,7 +55,7 @@ import torch.nn.functional as F
 from ..config import Config, ConfigError
 from ..text.word_chars import BOW, EOW, N_CHARS, NO_WORD, PAD_CHAR
 from .ids import check_ids, check_labels
-from .rnnlm import init_unigram_output_
+from .rnnlm import SoftmaxOutput
 
 __all__ = ["IGNORE", "BiLM", "CharCNN", "ELMoConfig", "Highway", "LSTMStack", "ScalarMix", "bilm_targets",
            "reverse_padded", "word_mask"]
@@ -279,7 +279,7 @@ class LSTMStack(nn.Module):
         return outputs
 
 
-class BiLM(nn.Module):
+class BiLM(SoftmaxOutput, nn.Module):
     """The biLM of ELMo: a shared :class:`CharCNN`, a forward and a backward :class:`LSTMStack` (separate
     parameters), one softmax over the vocabulary for both directions (Peters et al. 2018, sec. 3.1)."""
 
@@ -298,22 +298,6 @@ class BiLM(nn.Module):
         else:
             self.out = nn.Linear(cfg.proj_dim, cfg.vocab_size)
             nn.init.zeros_(self.out.bias)
-
-    @property
-    def adaptive(self) -> bool:
-        return isinstance(self.out, nn.AdaptiveLogSoftmaxWithLoss)
-
-    @property
-    def output_bias(self) -> nn.Parameter:
-        """The |V| output biases of a full softmax (see :func:`shoulders.models.nnlm.init_unigram_bias_`)."""
-        if self.adaptive:
-            raise TypeError("an adaptive softmax has no |V| output biases: use model.init_unigram_(counts)")
-        return self.out.bias
-
-    # the recurrent LMs' start from the unigram model works unchanged: it reads only .adaptive, .out, .cfg.vocab_size
-    def init_unigram_(self, counts: torch.Tensor) -> None:
-        """Start the shared softmax at the unigram model of the training ``counts`` (as chapter 3's LMs start)."""
-        init_unigram_output_(self.out, counts)
 
     def _mask(self, chars: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """The word mask (B, T) and the row lengths (B,); padding must come after every word of its row."""

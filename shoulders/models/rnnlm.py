@@ -52,7 +52,7 @@ from .ids import check_ids, check_labels
 from .nnlm import init_unigram_bias_
 
 __all__ = ["LSTMLM", "LSTMLMConfig", "RNNLM", "RNNLMConfig", "RecurrentLM", "RecurrentLMConfig", "State",
-           "init_unigram_output_"]
+           "SoftmaxOutput", "init_unigram_output_"]
 
 # nn.RNN's state is h (L, B, H); nn.LSTM's is (h, c), each (L, B, H)
 State = Union[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]
@@ -193,7 +193,31 @@ class LSTMLMConfig(RecurrentLMConfig):
         return LSTMLM(self)
 
 
-class RecurrentLM(nn.Module):
+class SoftmaxOutput:
+    """What a word-level LM with an output layer ``self.out`` -- a full-softmax ``nn.Linear`` or an
+    ``nn.AdaptiveLogSoftmaxWithLoss`` -- offers about it: the recurrent LMs here and ELMo's biLM
+    (:class:`shoulders.models.elmo.BiLM`)."""
+
+    out: nn.Module
+
+    @property
+    def adaptive(self) -> bool:
+        return isinstance(self.out, nn.AdaptiveLogSoftmaxWithLoss)
+
+    @property
+    def output_bias(self) -> nn.Parameter:
+        """The |V| output biases of a full softmax (see :func:`shoulders.models.nnlm.init_unigram_bias_`)."""
+        if self.adaptive:
+            raise TypeError("an adaptive softmax has no |V| output biases: use model.init_unigram_(counts)")
+        return self.out.bias
+
+    def init_unigram_(self, counts: torch.Tensor) -> None:
+        """Start the output layer at the add-one unigram model of the training ``counts`` (|V|,)
+        (:func:`init_unigram_output_`)."""
+        init_unigram_output_(self.out, counts)
+
+
+class RecurrentLM(SoftmaxOutput, nn.Module):
     """Embedding -> recurrent layers -> linear softmax over the vocabulary; subclasses choose the recurrence."""
 
     rnn_name: ClassVar[str] = "rnn"  # the attribute that holds the recurrent module ("lstm" for the LSTM LM)
@@ -219,22 +243,6 @@ class RecurrentLM(nn.Module):
     @property
     def recurrent(self) -> nn.Module:
         return getattr(self, self.rnn_name)
-
-    @property
-    def adaptive(self) -> bool:
-        return isinstance(self.out, nn.AdaptiveLogSoftmaxWithLoss)
-
-    @property
-    def output_bias(self) -> nn.Parameter:
-        """The |V| output biases of a full softmax (see :func:`shoulders.models.nnlm.init_unigram_bias_`)."""
-        if self.adaptive:
-            raise TypeError("an adaptive softmax has no |V| output biases: use model.init_unigram_(counts)")
-        return self.out.bias
-
-    def init_unigram_(self, counts: torch.Tensor) -> None:
-        """Start the output layer at the add-one unigram model of the training ``counts`` (|V|,)
-        (:func:`init_unigram_output_`)."""
-        init_unigram_output_(self.out, counts)
 
     def hidden(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
         """The top layer's outputs (after dropout) that the output layer reads: x (B, T) -> ((B, T, H), state)."""

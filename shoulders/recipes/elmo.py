@@ -130,7 +130,7 @@ def train_giant(cfg: ELMoConfig, *, corpus: LMCorpus | None = None, device: Any 
                   evaluate=evaluate, eval_every=min(cfg.eval_every, cfg.steps), device=device, progress=progress,
                   **fit_kwargs)
     model = model.cpu()
-    metrics = {"valid_ppl_forward": direction_perplexity(model, valid, table, cfg.bptt),
+    metrics = {"valid_ppl_forward": history.last("val_ppl"),  # fit evaluated after the last update
                "valid_ppl_backward": direction_perplexity(model, valid, table, cfg.bptt, "backward"),
                "valid_ppl_unigram": corpus.unigram_perplexity("valid")}
     return Artefact(model=model, history=history, tokenizer=corpus.vocab, metrics=metrics,

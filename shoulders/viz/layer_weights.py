@@ -193,20 +193,30 @@ def _layer_colours(n_layers: int) -> list[str]:
     return [f"C{j % 10}" for j in range(n_layers)]
 
 
-def _bars(ax: Any, w: np.ndarray, names: Sequence[str], title: str, top: float) -> None:
-    """One mix: a bar per layer with its weight written above, the uniform 1/L dashed."""
-    L = len(w)
-    x = np.arange(L)
-    ax.bar(x, w, color=_layer_colours(L), width=0.7)
-    for xi, wi in zip(x, w):
-        ax.text(xi, wi + 0.01 * top, f"{wi:.2f}", ha="center", va="bottom", fontsize=7, zorder=4,
+def _values_on_bars(ax: Any, xs: np.ndarray, w: np.ndarray, top: float, fontsize: float) -> None:
+    """Each weight written just above its bar."""
+    for xi, wi in zip(xs, w):
+        ax.text(xi, wi + 0.01 * top, f"{wi:.2f}", ha="center", va="bottom", fontsize=fontsize, zorder=4,
                 bbox={"fc": "white", "ec": "none", "pad": 0.3, "alpha": 0.85})
+
+
+def _weights_axis(ax: Any, names: Sequence[str], top: float, ylabel: str) -> None:
+    """The axis of a bar chart of layer weights: layers along x, the uniform 1/L dashed, 0..top."""
+    L = len(names)
     ax.axhline(1.0 / L, color="0.4", ls="--", lw=0.9)
-    ax.set_xticks(x)
+    ax.set_xticks(np.arange(L))
     ax.set_xticklabels(names, fontsize=7)
     ax.set_ylim(0, top)
-    ax.set_ylabel("softmax(s)$_j$", fontsize=7)
+    ax.set_ylabel(ylabel, fontsize=7)
     ax.tick_params(axis="y", labelsize=7)
+
+
+def _bars(ax: Any, w: np.ndarray, names: Sequence[str], title: str, top: float) -> None:
+    """One mix: a bar per layer with its weight written above, the uniform 1/L dashed."""
+    x = np.arange(len(w))
+    ax.bar(x, w, color=_layer_colours(len(w)), width=0.7)
+    _values_on_bars(ax, x, w, top, fontsize=7)
+    _weights_axis(ax, names, top, "softmax(s)$_j$")
     ax.set_title(title, fontsize=8)
 
 
@@ -292,19 +302,12 @@ def tasks_figure(traces: Mapping[str, Mapping[str, np.ndarray]], layer_names: Se
     palette = colormaps["Dark2"]
     for t, task in enumerate(tasks):
         tr = traces[task]
-        w = tr["weights"][-1]
-        ax.bar(x + (t - (T - 1) / 2) * width, w, width=width * 0.95, color=palette(t % palette.N),
+        w, xs = tr["weights"][-1], x + (t - (T - 1) / 2) * width
+        ax.bar(xs, w, width=width * 0.95, color=palette(t % palette.N),
                label=f"{task} (γ = {float(tr['gamma'][-1]):.2f})")
         if L * T <= 24:
-            for xi, wi in zip(x + (t - (T - 1) / 2) * width, w):
-                ax.text(xi, wi + 0.01 * top, f"{wi:.2f}", ha="center", va="bottom", fontsize=6, zorder=4,
-                        bbox={"fc": "white", "ec": "none", "pad": 0.3, "alpha": 0.85})
-    ax.axhline(1.0 / L, color="0.4", ls="--", lw=0.9)
-    ax.set_xticks(x)
-    ax.set_xticklabels(names, fontsize=7)
-    ax.set_ylim(0, top)
-    ax.set_ylabel("softmax(s)$_j$ at the end", fontsize=7)
-    ax.tick_params(axis="y", labelsize=7)
+            _values_on_bars(ax, xs, w, top, fontsize=6)
+    _weights_axis(ax, names, top, "softmax(s)$_j$ at the end")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set_title(title or "final layer weights per task", fontsize=8)
     return fig
