@@ -75,6 +75,24 @@ def test_the_bilm_is_frozen_and_stays_in_eval_mode_while_the_mix_learns():
     assert not enc.words.weight.requires_grad
 
 
+def test_the_layer_cache_gives_the_biLM_layers_once_per_sentence():
+    cache: dict = {}
+    cached, plain = make(layer_cache=cache).eval(), make().eval()
+    batch = ids([1, 2, 3, 4], [1, 6, 5], [1, 2, 3, 4])   # the first sentence twice
+    mask = batch != 0
+    want = plain.elmo_layers(batch, mask)
+    got = cached.elmo_layers(batch, mask)
+    assert len(cache) == 2 and all(v.dtype == torch.float16 for v in cache.values())
+    assert got.shape == want.shape and torch.allclose(got, want, atol=2e-3, rtol=1e-2)
+    assert torch.all(got[:, 1, 3:] == 0)
+    # a second batch in another order and padding reads the cache: the biLM is not run again
+    seen = []
+    cached.bilm.layers = lambda *a, **k: seen.append(1)  # would fail the call below if it ran
+    again = cached.elmo_layers(ids([1, 6, 5], [1, 2, 3, 4]), ids([1, 6, 5], [1, 2, 3, 4]) != 0)
+    assert not seen and torch.equal(again[:, 0, :3], got[:, 1, :3]) and torch.equal(again[:, 1], got[:, 0])
+    assert torch.allclose(cached(batch).hidden, plain(batch).hidden, atol=1e-2)
+
+
 def test_unknown_words_get_elmo_vectors_from_their_spelling():
     enc = make().eval()
     # "zyzzyva" and "qwxkj" share a zero word vector, and the biLM's softmax never saw them: only ELMo tells them apart
@@ -89,8 +107,12 @@ def test_unknown_words_get_elmo_vectors_from_their_spelling():
 def test_clear_errors():
     with pytest.raises(ValueError, match="char_table"):
         ContextualEncoder(torch.zeros(4, 3), 5, bilm=ELMoConfig(**BILM).build())
-    with pytest.raises(ValueError, match="output_mix needs a biLM"):
+    with pytest.raises(ValueError, match="output_mix and layer_cache need a biLM"):
         ContextualEncoder(torch.zeros(4, 3), 5, output_mix=True)
+    with pytest.raises(ValueError, match="need a biLM"):
+        ContextualEncoder(torch.zeros(4, 3), 5, layer_cache={})
+    with pytest.raises(ValueError, match="words first"):
+        make(layer_cache={}).elmo_layers(ids([1, 2]), torch.tensor([[False, True]]))
     with pytest.raises(ValueError, match="at least one word"):
         make()(ids([1, 2], [0, 0]))
     with pytest.raises(ValueError, match="input_ids"):

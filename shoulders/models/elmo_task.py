@@ -19,6 +19,13 @@ model reads x_k alone: the control of every ELMo comparison.
 Inputs are word ids in the task's vocabulary: ``word_vectors`` (V, d) holds their vectors and ``char_table``
 (V, C) their characters (:func:`shoulders.text.word_chars.char_table`, with the padding word's row all zero), so
 a word the biLM's softmax never saw still gets its ELMo vectors from its spelling.
+
+The biLM is frozen and runs in eval mode, so a sentence's layers h_k,j never change while the task model trains:
+with ``layer_cache`` (a dict, shared by every run of a comparison) each sentence's layers are computed once, on
+the first batch that holds it, and kept on the CPU in float16 -- every later epoch, seed and evaluation reads
+them back instead of running the biLM again. The paper's task models ran the biLM on every batch; the cache
+gives the same vectors up to float16 rounding (a test checks it) and costs memory: (L + 1) x 2P x 2 bytes per
+word of the task's text (1.5 KB at the ``cpu`` preset).
 """
 from __future__ import annotations
 
@@ -53,11 +60,15 @@ class ContextualEncoder(nn.Module):
         output_mix: also concatenate a second mix to the BiLSTM's output (§3.3).
         dropout: on the word vectors, on ELMo and on the BiLSTM output.
         pad_id: the padding word's id (ignored where ``attention_mask`` is given).
+        train_words: fine-tune the word vectors too.
+        layer_cache: a dict to keep each sentence's biLM layers in (see the module's docstring); ``None``
+            runs the biLM on every batch.
     """
 
     def __init__(self, word_vectors: torch.Tensor, hidden: int, bilm: BiLM | None = None,
                  char_table: torch.Tensor | None = None, *, layer_norm: bool = False, output_mix: bool = False,
-                 dropout: float = 0.5, pad_id: int = 0, train_words: bool = False):
+                 dropout: float = 0.5, pad_id: int = 0, train_words: bool = False,
+                 layer_cache: dict[bytes, torch.Tensor] | None = None):
         super().__init__()
         if word_vectors.dim() != 2:
             raise ValueError(f"word_vectors must be (V, d), got shape {tuple(word_vectors.shape)}")
@@ -65,11 +76,12 @@ class ContextualEncoder(nn.Module):
             raise ValueError("with a biLM, char_table must give the characters of every word of the vocabulary: "
                              f"(V={word_vectors.shape[0]}, C), got "
                              f"{None if char_table is None else tuple(char_table.shape)}")
-        if bilm is None and output_mix:
-            raise ValueError("output_mix needs a biLM")
+        if bilm is None and (output_mix or layer_cache is not None):
+            raise ValueError("output_mix and layer_cache need a biLM")
         self.pad_id = pad_id
         self.words = nn.Embedding.from_pretrained(word_vectors.float().clone(), freeze=not train_words)
         self.bilm = bilm
+        self.layer_cache = layer_cache
         d_in, elmo_dim = word_vectors.shape[1], 0
         if bilm is not None:
             bilm.requires_grad_(False)
@@ -99,6 +111,42 @@ class ContextualEncoder(nn.Module):
                 logs.update({f"{name}_w{j}": float(v) for j, v in enumerate(w)}, **{f"{name}_gamma": gamma})
         return logs
 
+    @torch.no_grad()
+    def elmo_layers(self, input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The frozen biLM's layers for a batch of words: input_ids, mask (B, T) -> (L + 1, B, T, 2P), zero at
+        padding; read from ``layer_cache`` where a sentence is already there (its words first, padding after)."""
+        if self.bilm is None:
+            raise ValueError("this encoder has no biLM")
+
+        def run(ids: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+            chars = self.char_table[ids] * m.unsqueeze(-1)  # (b, T, C): all-zero rows at padding
+            return self.bilm.layers(chars, m)  # (L+1, b, T, 2P)
+
+        if self.layer_cache is None:
+            return run(input_ids, mask)
+        B, T = input_ids.shape
+        lengths = mask.sum(1)  # (B,)
+        if not torch.equal(mask.bool(), torch.arange(T, device=mask.device) < lengths[:, None]):
+            raise ValueError("layer_cache needs every row's words first and its padding after them")
+        keys = [row[:n].cpu().numpy().tobytes() for row, n in zip(input_ids, lengths.tolist())]
+        cache = self.layer_cache
+        new: dict[bytes, int] = {}
+        for b, k in enumerate(keys):
+            if k not in cache and k not in new:
+                new[k] = b
+        if new:
+            rows = torch.tensor(list(new.values()), device=input_ids.device)
+            n = int(lengths[rows].max())
+            fresh = run(input_ids[rows, :n], mask[rows, :n])  # (L+1, b, n, 2P)
+            for i, (k, b) in enumerate(new.items()):
+                cache[k] = fresh[:, i, :int(lengths[b])].to("cpu", torch.float16)  # (L+1, n_b, 2P)
+        first = cache[keys[0]]
+        out = torch.zeros(first.shape[0], B, T, first.shape[2], device=input_ids.device)  # (L+1, B, T, 2P)
+        for b, k in enumerate(keys):
+            h = cache[k]
+            out[:, b, :h.shape[1]] = h.to(out.device, out.dtype)
+        return out
+
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None) -> EncoderOutput:
         check_ids(input_ids, "input_ids", self.words.num_embeddings, dims=2)  # (B, T)
@@ -109,9 +157,7 @@ class ContextualEncoder(nn.Module):
         x = self.drop(self.words(input_ids))  # (B, T, d)
         elmo = None
         if self.bilm is not None:
-            chars = self.char_table[input_ids] * mask.unsqueeze(-1)  # (B, T, C): all-zero rows at padding
-            with torch.no_grad():
-                layers = self.bilm.layers(chars, mask)  # (L+1, B, T, 2P), fixed features
+            layers = self.elmo_layers(input_ids, mask)  # (L+1, B, T, 2P), fixed features
             x = torch.cat([x, self.drop(self.mix(layers, mask))], -1)  # r_k = [x_k ; ELMo_k]
             elmo = layers
         packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
