@@ -96,6 +96,12 @@ def test_finetune_learns_and_compare_builds_a_row():
     assert seeds["pre-trained"]["score"] == pytest.approx(sum(runs) / 2)
     assert f"({min(runs):.1f}-{max(runs):.1f})" in shoulders_table({"toy": seeds})
     assert "mean and range of 2 seeds" in describe("toy", seeds)
+    named = {"metric": "acc", "baseline": 50.0, "prior": prior, "train examples": 64,
+             "GloVe + ELMo": seeds["pre-trained"], "GloVe": seeds["from scratch"]}
+    pair = ("GloVe + ELMo", "GloVe")
+    assert "acc (mean and range of 2 seeds) GloVe + ELMo" in describe("toy", named, pair)
+    header = shoulders_table({"toy": named}, pair).splitlines()[0]
+    assert header.startswith("| task | metric | baseline | GloVe | GloVe + ELMo |")
     assert "histories" not in seeds["pre-trained"]
     probed = compare(make, {"pre-trained": build}, feats, 0, cfg, acc, {"pre-trained": 3e-3}, metric="acc",
                      baseline=50.0, prior=prior, steps=10, seeds=[1, 0],

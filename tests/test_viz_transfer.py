@@ -78,3 +78,15 @@ def test_pretraining_steps_figure_draws_the_run_and_the_snapshots_scores():
     assert band.min() == 50.0 and band.max() == 64.0
     with pytest.raises(ValueError, match="at least one snapshot"):
         viz.pretraining_steps_figure(hist, {}, "acc", 50.0)
+
+
+def test_any_two_encoders_of_a_row_can_be_compared():
+    rows = {"SST-5": {"metric": "accuracy %", "baseline": 25.3, "GloVe": {"score": 36.0, "scores": [35.5, 36.8]},
+                      "GloVe + ELMo": {"score": 38.0, "scores": [37.5, 38.5]}}}
+    fig = viz.transfer_bars(rows, encoders=("GloVe", "GloVe + ELMo"), gain_name="ELMo")
+    ax = [a for a in fig.axes if a.get_visible()][0]
+    assert [p.get_height() for p in ax.patches] == pytest.approx([25.3, 36.0, 38.0])
+    assert "ELMo +2.0" in ax.get_title()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["baseline", "GloVe", "GloVe + ELMo"]
+    with pytest.raises(ValueError, match="lacks"):
+        viz.transfer_bars(rows)                       # the default pair is not in this row

@@ -341,27 +341,31 @@ def _score_text(result: Mapping[str, Any]) -> str:
     return text if len(scores) < 2 else f"{text} ({min(scores):.1f}-{max(scores):.1f})"
 
 
-def describe(task: str, row: Mapping[str, Any]) -> str:
-    """One line for a row of :func:`compare`: both scores, the baseline, the training losses, the time."""
-    p, s = row["pre-trained"], row["from scratch"]
+PAIR = ("pre-trained", "from scratch")
+
+
+def describe(task: str, row: Mapping[str, Any], pair: tuple[str, str] = PAIR) -> str:
+    """One line for a row of :func:`compare`: both scores, the baseline, the training losses, the time.
+    ``pair``: the row's keys of the model compared and of its control (chapter 10: ``("GloVe + ELMo", "GloVe")``)."""
+    p, s = row[pair[0]], row[pair[1]]
     runs = len(p.get("scores", [0]))
     seeds = f" (mean and range of {runs} seeds)" if runs > 1 else ""
-    return (f"{task}: {row['metric']}{seeds} pre-trained {_score_text(p)}, from scratch {_score_text(s)}, baseline "
+    return (f"{task}: {row['metric']}{seeds} {pair[0]} {_score_text(p)}, {pair[1]} {_score_text(s)}, baseline "
             f"{row['baseline']:.1f}; final training loss {p['train_loss']:.3f} / {s['train_loss']:.3f} "
             f"(label-blind {row['prior']:.3f}); {p['steps']} updates, {p['seconds']:.0f} s + {s['seconds']:.0f} s "
             f"a run")
 
 
-def shoulders_table(results: Mapping[str, Mapping[str, Any]]) -> str:
+def shoulders_table(results: Mapping[str, Mapping[str, Any]], pair: tuple[str, str] = PAIR) -> str:
     """Chapter 14's table in Markdown: per task the baseline, from scratch, pre-trained and the gain (of the means;
-    with several seeds each score shows its range in brackets)."""
-    rows = ["| task | metric | baseline | from scratch | pre-trained | gain | train examples | updates |",
+    with several seeds each score shows its range in brackets). ``pair`` as for :func:`describe`."""
+    rows = [f"| task | metric | baseline | {pair[1]} | {pair[0]} | gain | train examples | updates |",
             "|---|---|---|---|---|---|---|---|"]
     for task, r in results.items():
-        p, s = r["pre-trained"]["score"], r["from scratch"]["score"]
-        rows.append(f"| {task} | {r['metric']} | {r['baseline']:.1f} | {_score_text(r['from scratch'])} | "
-                    f"**{_score_text(r['pre-trained'])}** | {p - s:+.1f} | "
-                    f"{r['train examples']:,} | {r['pre-trained']['steps']} |")
+        p, s = r[pair[0]]["score"], r[pair[1]]["score"]
+        rows.append(f"| {task} | {r['metric']} | {r['baseline']:.1f} | {_score_text(r[pair[1]])} | "
+                    f"**{_score_text(r[pair[0]])}** | {p - s:+.1f} | "
+                    f"{r['train examples']:,} | {r[pair[0]]['steps']} |")
     return "\n".join(rows)
 
 

@@ -24,9 +24,13 @@ ENCODERS = ("from scratch", "pre-trained")
 COLOURS = {"baseline": "#bbbbbb", "from scratch": "#9ecae1", "pre-trained": "#08519c"}
 
 
-def transfer_bars(results: Mapping[str, Mapping[str, Any]], title: str = "", ncols: int = 3) -> BookFigure:
+def transfer_bars(results: Mapping[str, Mapping[str, Any]], title: str = "", ncols: int = 3,
+                  encoders: tuple[str, str] = ENCODERS, gain_name: str = "pre-training") -> BookFigure:
     """One panel per task of ``results`` ({task: row}): baseline, from scratch and pre-trained as bars (the mean
-    over seeds), every seed as a dot, the gain of pre-training over from scratch written above the panel."""
+    over seeds), every seed as a dot, the gain of pre-training over from scratch written above the panel.
+
+    ``encoders``: the row's keys of the control and of the model it is compared with (chapter 10: ``("GloVe",
+    "GloVe + ELMo")``), shown as the panel's second and third bars; ``gain_name`` labels their difference."""
     if not results:
         raise ValueError("transfer_bars needs at least one task's row")
     tasks = list(results)
@@ -35,14 +39,13 @@ def transfer_bars(results: Mapping[str, Mapping[str, Any]], title: str = "", nco
     fig, axes = subplots(nrows, ncols, figsize=(2.6 * ncols, 2.4 * nrows), squeeze=False)
     for ax, task in zip(axes.flat, tasks):
         row = results[task]
-        missing = [k for k in ("metric", "baseline", *ENCODERS) if k not in row]
+        missing = [k for k in ("metric", "baseline", *encoders) if k not in row]
         if missing:
             raise ValueError(f"{task}: the row lacks {missing} (give rows as shoulders.recipes.finetune.compare "
                              f"returns them)")
-        names = ["baseline", *ENCODERS]
-        means = [float(row["baseline"])] + [float(row[e]["score"]) for e in ENCODERS]
-        ax.bar(range(3), means, color=[COLOURS[n] for n in names], width=0.7)
-        for i, e in enumerate(ENCODERS, start=1):
+        means = [float(row["baseline"])] + [float(row[e]["score"]) for e in encoders]
+        ax.bar(range(3), means, color=[COLOURS[n] for n in ("baseline", *ENCODERS)], width=0.7)
+        for i, e in enumerate(encoders, start=1):
             seeds = np.asarray(row[e].get("scores", [row[e]["score"]]), dtype=float)
             if len(seeds) > 1:
                 ax.plot(np.full(len(seeds), i) + np.linspace(-0.15, 0.15, len(seeds)), seeds, "o", ms=3,
@@ -50,12 +53,13 @@ def transfer_bars(results: Mapping[str, Mapping[str, Any]], title: str = "", nco
         for i, m in enumerate(means):
             ax.text(i, m, f"{m:.1f}", ha="center", va="bottom", fontsize=7)
         gain = means[2] - means[1]
-        ax.set_title(f"{task}\npre-training {gain:+.1f}", fontsize=8)
+        ax.set_title(f"{task}\n{gain_name} {gain:+.1f}", fontsize=8)
         ax.set_xticks(range(3))
-        ax.set_xticklabels(["baseline", "scratch", "pre-trained"], fontsize=7)
+        ax.set_xticklabels(["baseline", *(("scratch", "pre-trained") if encoders == ENCODERS else encoders)],
+                           fontsize=7)
         ax.set_ylabel(row["metric"], fontsize=7)
         ax.tick_params(axis="y", labelsize=7)
-        top = max(means + [float(s) for e in ENCODERS for s in row[e].get("scores", [])])
+        top = max(means + [float(s) for e in encoders for s in row[e].get("scores", [])])
         ax.set_ylim(0, max(1.0, top) * 1.18)
     for ax in list(axes.flat)[len(tasks):]:
         ax.set_visible(False)
