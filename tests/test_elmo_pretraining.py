@@ -8,12 +8,14 @@ import pytest
 import torch
 
 import shoulders as sh
+from shoulders.config import ConfigError
 from shoulders.models.elmo import ELMoConfig
-from shoulders.recipes.elmo import BiLMWindows, build, direction_perplexity, task_vectors, train_giant
+from shoulders.recipes.elmo import (BiLMWindows, ELMoTaskConfig, build, direction_perplexity, sentence_layers,
+                                    task_vectors, train_giant)
 from shoulders.text.lm_data import LMCorpus
 from shoulders.text.stream import lm_stream
 from shoulders.text.vocab import Vocab
-from shoulders.text.word_chars import char_table
+from shoulders.text.word_chars import char_ids, char_table
 from shoulders.text.word_tokenizer import WordTokenizer
 
 TINY = dict(vocab_size=50, max_chars=8, char_dim=4, filters=((1, 4), (2, 4)), n_highway=1, proj_dim=8, lstm_dim=16,
@@ -126,3 +128,33 @@ def test_task_vectors_look_words_up_then_their_lower_case_else_zero():
     assert found == pytest.approx(3 / 5)                                      # The, film, Paris of 5 words
     with pytest.raises(ValueError, match="vectors must be"):
         task_vectors(tok, glove_vocab, table[:2])
+
+
+def test_sentence_layers_are_each_sentence_read_on_its_own():
+    torch.manual_seed(0)
+    model = ELMoConfig(**TINY).build()
+    model.train()
+    sents = [["the", "play", "opened"], ["a", "Broadway", "play", "closed", "early", "."], ["zyzzyva"]]
+    out = sentence_layers(model, sents, batch_size=2)              # batches of 2: padding in the first batch
+    assert model.training, "the model's mode is restored"
+    assert [tuple(h.shape) for h in out] == [(3, 3, 16), (3, 6, 16), (3, 1, 16)]
+    for words, h in zip(sents, out):
+        alone = model.eval().layers(char_ids(words, TINY["max_chars"])[None])[:, 0]   # (L+1, n, 2P), no padding
+        assert torch.allclose(h, alone, atol=1e-5)
+    same = sentence_layers(model, [["the", "play", "was", "good"], ["the", "play", "was", "awful", "!"]])
+    P = TINY["proj_dim"]
+    assert torch.equal(same[0][1:, :3, :P], same[1][1:, :3, :P])   # forward: only the shared words so far
+    assert not torch.allclose(same[0][1:, :3, P:], same[1][1:, :3, P:])   # backward: has read the endings
+    with pytest.raises(ValueError, match="at least one word"):
+        sentence_layers(model, [["a"], []])
+
+
+def test_the_task_config_hands_its_optimiser_settings_to_finetuning():
+    cfg = ELMoTaskConfig.preset("cpu", lr=3e-3, batch_size=16, weight_decay=0.1, warmup_frac=0.2)
+    ft = cfg.finetuning()
+    assert (ft.lr, ft.scratch_lr, ft.batch_size, ft.weight_decay, ft.warmup_frac) == (3e-3, 3e-3, 16, 0.1, 0.2)
+    assert ft.steps_for(8_544, cfg.sst5_epochs) == math.ceil(cfg.sst5_epochs * 8_544 / 16)   # no cap, no floor
+    assert ELMoTaskConfig.preset("full").cache_layers is False and ELMoTaskConfig.preset("cpu").seeds == 3
+    for bad in (dict(hidden=0), dict(dropout=1.0), dict(snli_epochs=0.0), dict(sst5_train=0)):
+        with pytest.raises(ConfigError):
+            ELMoTaskConfig.preset("smoke", **bad)

@@ -105,6 +105,12 @@ class ELMoConfig(Config):
     train_tokens: int | None = None  # use only the first N training tokens (smoke scale)
     eval_tokens: int | None = None  # evaluate on the first N validation tokens
 
+    page_presets: ClassVar = {
+        # chapter 10's checks: must the forward LM match chapter 3's LSTM (from the ledger), and must the biLM's top
+        # layer tell the senses of "play" apart better than the same network untrained? (At smoke the biLM has had
+        # 200 steps on a tenth of WikiText-2: not asserted.)
+        "smoke": dict(beats_lstm=False, senses=False), "cpu": dict(beats_lstm=True, senses=True),
+        "full": dict(beats_lstm=True, senses=True)}
     presets: ClassVar = {
         # smoke: seconds per few hundred steps on a CPU; a tenth of the text and a 10k-word adaptive softmax
         "smoke": dict(vocab_size=10_000, max_chars=16, char_dim=8, filters=((1, 16), (2, 16), (3, 32)), n_highway=1,
