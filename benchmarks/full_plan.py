@@ -73,6 +73,7 @@ import shoulders as sh  # noqa: E402
 from shoulders import heads  # noqa: E402
 from shoulders.models.bert import BertModel  # noqa: E402
 from shoulders.models.elmo import ELMoConfig  # noqa: E402
+from shoulders.models.elmo_task import ContextualEncoder  # noqa: E402
 from shoulders.models.cw import CWConfig  # noqa: E402
 from shoulders.models.fasttext import FastTextConfig, SubwordConfig  # noqa: E402
 from shoulders.models.glove import GloVeConfig  # noqa: E402
@@ -82,6 +83,7 @@ from shoulders.models.rnnlm import LSTMLMConfig, RNNLMConfig  # noqa: E402
 from shoulders.models.transformer import TransformerConfig  # noqa: E402
 from shoulders.models.word2vec import Word2VecConfig  # noqa: E402
 from shoulders.recipes.bert import BertPretrainingConfig  # noqa: E402
+from shoulders.recipes.elmo import ELMoTaskConfig  # noqa: E402
 from shoulders.recipes.finetune import BertFinetuningConfig  # noqa: E402
 from shoulders.text.bert_inputs import IGNORE  # noqa: E402
 from shoulders.train.loop import call_model, split_output  # noqa: E402
@@ -120,6 +122,14 @@ FINETUNE_TASKS = {  # name: (head, examples, mean padded length, runs, note)
     "SQuAD v1.1": ("span", 10_906, 196, 2, "8,466 questions of 3/4 of the dev articles, 10,906 windows of <= 256"),
     "Balanced COPA": ("choice", 500, 23, 2, "500 items x 2 choices"),
 }
+# chapter 10's tasks, measured with the chapter's word tokenizer and batches of 32 (length-sorted within pools of
+# 50 batches): (head, classes, training examples, mean padded length in words, note)
+ELMO_TASKS = {
+    "SST-5": ("cls", 5, 8_544, 22, "8,544 training sentences"),
+    "WNUT-17": ("tag", 13, 3_394, 21, "3,394 training sentences"),
+    "SNLI": ("cls", 3, 9_842, 25, "the 9,842 labelled dev pairs"),
+}
+ELMO_TASK_WORDS = 42_160  # the task vocabulary of SST-5 + WNUT-17 + SNLI (dev and test), measured
 BERT_PAIRS_PER_PASS = 13_261  # NSP pairs of WikiText-2 train at max_len 256 (measured)
 
 
@@ -360,6 +370,24 @@ def _bert_task_batch(head: str, pcfg: BertPretrainingConfig, B: int, T: int) -> 
     return batch
 
 
+def _elmo_task_head(head: str, classes: int, c: ELMoConfig, t: ELMoTaskConfig, g: GloVeConfig,
+                    tiny: bool) -> nn.Module:
+    """Chapter 10's task model with ELMo: GloVe-sized word vectors for the task vocabulary, the biLM of ``c``."""
+    words = 50 if tiny else ELMO_TASK_WORDS
+    encoder = ContextualEncoder(torch.randn(words, g.dim), t.hidden, c.build(),
+                                torch.randint(1, 200, (words, c.max_chars)), dropout=t.dropout, pad_id=0,
+                                layer_norm=t.layer_norm)
+    return heads.SequenceClassifier(encoder, classes) if head == "cls" else heads.TokenTagger(encoder, classes)
+
+
+def _elmo_task_batch(head: str, B: int, T: int, tiny: bool) -> dict[str, torch.Tensor]:
+    """``B`` examples of ``T`` words (ids of the task vocabulary, no padding) with their labels."""
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(1, 50 if tiny else ELMO_TASK_WORDS, (B, T), generator=g)
+    labels = torch.randint(0, 3, (B, T) if head == "tag" else (B,), generator=g)
+    return {"input_ids": ids, "labels": labels}
+
+
 def _bert_head(head: str, encoder: nn.Module) -> nn.Module:
     if head == "cls":
         return heads.SequenceClassifier(encoder, 2)
@@ -442,6 +470,20 @@ def runs(tiny: bool = False) -> list[Run]:
                    _epochs(c.steps * per, WIKITEXT2_TRAIN, "WikiText-2 train")
                    + f", {c.batch_size} x {c.bptt} words, both directions", "recurrent",
                    _adamw(c.lr, c.weight_decay), c))
+    # chapter 10: the task models with ELMo (fit via finetune, AdamW): the frozen biLM runs on every batch (no
+    # layer cache at full), the GloVe-only control costs a fraction of it
+    t = ELMoTaskConfig.preset(scale)
+    g = GloVeConfig.preset(scale)
+    for task, (head, classes, n, T, note) in ELMO_TASKS.items():
+        n = min(n, {"SST-5": t.sst5_train, "WNUT-17": t.wnut_train, "SNLI": t.snli_train}[task] or n)
+        epochs = {"SST-5": t.sst5_epochs, "WNUT-17": t.wnut_epochs, "SNLI": t.snli_epochs}[task]
+        B, Tb = (2, 6) if tiny else (t.batch_size, T)
+        out.append(Run(10, f"{task} + ELMo",
+                       lambda head=head, classes=classes, c=c: _elmo_task_head(head, classes, c, t, g, tiny),
+                       lambda head=head, B=B, Tb=Tb: _elmo_task_batch(head, B, Tb, tiny),
+                       t.finetuning().steps_for(n, epochs), t.batch_size * T, "words",
+                       f"{epochs:g} epochs: {note}; {t.batch_size} x {T}", "recurrent", _adamw(t.lr, t.weight_decay),
+                       t, runs=t.seeds))
     # chapter 12: the Transformer on Multi30k (fit, Adam (0.9, 0.98))
     c = TransformerConfig.preset(scale)
     per = c.batch_size * (13 + 18)
