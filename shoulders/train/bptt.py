@@ -73,7 +73,8 @@ class CarryState(Callback):
             state = state.to(x.device) if isinstance(state, torch.Tensor) else tuple(s.to(x.device) for s in state)
         out = model(x, y, state=state, return_state=True)
         self.state = detach_state(out["state"])  # the values go on; the graph of this window does not
-        return {"loss": out["loss"], "tokens": y.numel()}
+        rest = {k: v for k, v in out.items() if k != "state"}  # the loss and any other entries the model logs
+        return {**rest, "tokens": y.numel()}
 
     def on_fit_start(self, run: Run) -> None:
         self._attached = True
