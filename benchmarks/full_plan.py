@@ -35,7 +35,8 @@ host sync (~1 ms a step, measured on the CPU) plus ~10 us to launch each kernel 
 model (stated, not measured -- no GPU has run these presets yet):
 
 * transformers (chapters 12, 14): 30%; d_model 256 leaves the GEMMs small and the elementwise work unfused;
-* recurrent LMs (chapters 3, 10): 15%; the recurrence is 35 small sequential GEMMs (batch 20), only the softmax is big;
+* recurrent LMs (chapters 3, 10, 11): 15%; the recurrence is 35-70 small sequential GEMMs (batch 20-80), only the
+  softmax is big;
 * window LMs (chapter 2): 15%; a 33,278-way softmax over batches of 256-512 is as much memory traffic as math;
 * word vectors (chapters 4-6): time from bytes at 50% of the HBM bandwidth (random rows, atomic adds).
 
@@ -71,6 +72,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 import shoulders as sh  # noqa: E402
 from shoulders import heads  # noqa: E402
+from shoulders.models.awd_lstm import AWDLSTMConfig  # noqa: E402
 from shoulders.models.bert import BertModel  # noqa: E402
 from shoulders.models.elmo import ELMoConfig  # noqa: E402
 from shoulders.models.elmo_task import ContextualEncoder  # noqa: E402
@@ -484,6 +486,12 @@ def runs(tiny: bool = False) -> list[Run]:
                        t.finetuning().steps_for(n, epochs), t.batch_size * T, "words",
                        f"{epochs:g} epochs: {note}; {t.batch_size} x {T}", "recurrent", _adamw(t.lr, t.weight_decay),
                        t, runs=t.seeds))
+    # chapter 11 (being built): the AWD-LSTM LM, ULMFiT's giant (fit, AdamW for NT-ASGD)
+    c = AWDLSTMConfig.preset(scale)
+    per = c.batch_size * c.bptt
+    out.append(Run(11, "AWD-LSTM LM pre-training", c.build, batch_of(c), c.steps, per, "tokens",
+                   _epochs(c.steps * per, WIKITEXT2_TRAIN, "WikiText-2 train") + f", {c.batch_size} x {c.bptt} BPTT",
+                   "recurrent", _adamw(c.lr, c.weight_decay), c))
     # chapter 12: the Transformer on Multi30k (fit, Adam (0.9, 0.98))
     c = TransformerConfig.preset(scale)
     per = c.batch_size * (13 + 18)
