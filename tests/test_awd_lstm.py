@@ -130,3 +130,28 @@ def test_fit_with_carried_state_and_variable_bptt_learns(one_thread):
 def test_config_errors_name_the_field(change, field):
     with pytest.raises(ConfigError, match=field):
         AWDLSTMConfig(**{**TINY, **change})
+
+
+def test_a_short_pretraining_beats_the_unigram_model_and_caches_as_a_giant(tmp_path, monkeypatch, one_thread):
+    monkeypatch.setenv("SHOULDERS_GIANTS", str(tmp_path / "giants"))
+    cfg = AWDLSTMConfig.preset("smoke").replace(steps=120, train_tokens=40_000, eval_tokens=4_000, max_vocab=2_000,
+                                                adaptive_cutoffs=(500,))
+    first = sh.giants.load("awd_lstm", cfg, progress=False)
+    assert first.trained
+    m = first.metrics
+    assert m["valid_ppl"] < 0.9 * m["valid_ppl_unigram"], m
+    assert {"lm_loss", "ar", "tar", "val_ppl"} <= set(first.history.keys())
+    second = sh.giants.load("awd_lstm", cfg, progress=False)
+    assert not second.trained and len(second.tokenizer) == second.model.cfg.vocab_size
+    for k, v in first.model.state_dict().items():
+        assert torch.equal(v, second.model.state_dict()[k])
+    x, y = cfg.example_batch()
+    assert sh.evaluate.perplexity(second.model, [(x % 2_000, y % 2_000)]) > 1.0   # a dict-returning model scores
+
+
+def test_training_windows_vary_in_length_and_evaluation_windows_do_not():
+    cfg = AWDLSTMConfig(**{**TINY, "bptt": 20, "batch_size": 2})
+    stream = sh.text.LMStream(torch.arange(2_000) % 30, None)
+    train = {x.shape[1] for x, _ in cfg.batches(stream)}
+    evaluation = {x.shape[1] for x, _ in cfg.batches(stream, train=False)}
+    assert len(train) > 3 and max(evaluation) == 20 and len(evaluation) <= 2   # every window but the last: 20

@@ -15,7 +15,7 @@ text whose perplexity is reported.
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import torch
@@ -28,7 +28,8 @@ def perplexity(model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, tor
                device: torch.device | str | None = None, carry_state: bool = False) -> float:
     """exp of the token-weighted mean cross-entropy, PPL = exp(-1/N sum_i log P(w_i | history)).
 
-    ``model(x, y)`` must return the *mean* loss in nats over the ``y.numel()`` targets of the batch; batches are
+    ``model(x, y)`` must return the *mean* loss in nats over the ``y.numel()`` targets of the batch (a tensor, or a
+    dict whose ``"loss"`` it is, as AWD-LSTM returns in eval mode, where its regularisers are off); batches are
     weighted by their number of targets, so a shorter last window counts exactly as much as its tokens.
 
     ``carry_state=True`` is for recurrent LMs over consecutive BPTT windows (``LMStream.bptt_batches``): each
@@ -48,6 +49,7 @@ def perplexity(model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, tor
             loss, state = out["loss"], out["state"]
         else:
             loss = model(x, y)
+            loss = loss["loss"] if isinstance(loss, Mapping) else loss  # a model that returns a dict of losses
         total += float(loss) * y.numel()
         count += y.numel()
     model.train(was_training)

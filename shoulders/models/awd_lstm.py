@@ -128,6 +128,11 @@ class AWDLSTMConfig(RecurrentLMConfig):
         finally:
             self.tie_weights = tie
 
+    def batches(self, stream: Any, train: bool = True) -> Any:
+        """The ``(x, y)`` BPTT windows of an :class:`~shoulders.text.LMStream`: of variable length around
+        ``bptt`` for training when ``variable_bptt`` (sec. 4.1), of exactly ``bptt`` for evaluation."""
+        return stream.bptt_batches(bptt=self.bptt, batch_size=self.batch_size, variable=train and self.variable_bptt)
+
     def layer_sizes(self) -> list[int]:
         """Input and output width of every LSTM layer: ``[emb_dim, hidden, ..., hidden, emb_dim]``."""
         return [self.emb_dim] + [self.hidden] * (self.layers - 1) + [self.emb_dim]
