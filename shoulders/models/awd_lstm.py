@@ -41,7 +41,7 @@ from torch.func import functional_call
 
 from ..config import ConfigError
 from .ids import check_ids, check_labels
-from .rnnlm import RecurrentLMConfig, SoftmaxOutput
+from .rnnlm import RecurrentLMConfig, SoftmaxOutput, softmax_output
 
 __all__ = ["AWDLSTM", "AWDLSTMConfig", "AWDState", "embedding_dropout", "locked_dropout"]
 
@@ -150,16 +150,8 @@ class AWDLSTM(SoftmaxOutput, nn.Module):
         sizes = cfg.layer_sizes()
         self.embed = nn.Embedding(cfg.vocab_size, cfg.emb_dim)
         self.rnns = nn.ModuleList(nn.LSTM(sizes[i], sizes[i + 1], batch_first=True) for i in range(cfg.layers))
-        self.out: nn.Module
-        if cfg.adaptive_cutoffs is not None:
-            self.out = nn.AdaptiveLogSoftmaxWithLoss(cfg.emb_dim, cfg.vocab_size, list(cfg.adaptive_cutoffs),
-                                                     div_value=cfg.div_value, head_bias=True)
-            nn.init.zeros_(self.out.head.bias)
-        else:
-            self.out = nn.Linear(cfg.emb_dim, cfg.vocab_size)
-            if cfg.tie_weights:
-                self.out.weight = self.embed.weight  # one |V| x d matrix (Inan et al. 2017; Press & Wolf 2017)
-            nn.init.zeros_(self.out.bias)
+        self.out = softmax_output(cfg.emb_dim, cfg.vocab_size, cfg.adaptive_cutoffs, cfg.div_value,
+                                  tie_to=self.embed if cfg.tie_weights else None)  # tied: Inan et al. 2017
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
 
     def layer_groups(self) -> list[nn.Module]:

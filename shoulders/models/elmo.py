@@ -55,7 +55,7 @@ import torch.nn.functional as F
 from ..config import Config, ConfigError
 from ..text.word_chars import BOW, EOW, N_CHARS, NO_WORD, PAD_CHAR
 from .ids import check_ids, check_labels
-from .rnnlm import SoftmaxOutput
+from .rnnlm import SoftmaxOutput, softmax_output
 
 __all__ = ["IGNORE", "BiLM", "CharCNN", "ELMoConfig", "Highway", "LSTMStack", "ScalarMix", "bilm_targets",
            "reverse_padded", "word_mask"]
@@ -296,14 +296,7 @@ class BiLM(SoftmaxOutput, nn.Module):
         self.forward_lm = LSTMStack(cfg)  # ->Theta_LSTM
         self.backward_lm = LSTMStack(cfg)  # <-Theta_LSTM
         self.drop = nn.Dropout(cfg.dropout)
-        self.out: nn.Module  # Theta_s
-        if cfg.adaptive_cutoffs is not None:
-            self.out = nn.AdaptiveLogSoftmaxWithLoss(cfg.proj_dim, cfg.vocab_size, list(cfg.adaptive_cutoffs),
-                                                     div_value=cfg.div_value, head_bias=True)
-            nn.init.zeros_(self.out.head.bias)
-        else:
-            self.out = nn.Linear(cfg.proj_dim, cfg.vocab_size)
-            nn.init.zeros_(self.out.bias)
+        self.out = softmax_output(cfg.proj_dim, cfg.vocab_size, cfg.adaptive_cutoffs, cfg.div_value)  # Theta_s
 
     def _mask(self, chars: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """The word mask (B, T) and the row lengths (B,); padding must come after every word of its row."""

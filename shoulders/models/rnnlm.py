@@ -52,7 +52,7 @@ from .ids import check_ids, check_labels
 from .nnlm import init_unigram_bias_
 
 __all__ = ["LSTMLM", "LSTMLMConfig", "RNNLM", "RNNLMConfig", "RecurrentLM", "RecurrentLMConfig", "State",
-           "SoftmaxOutput", "init_unigram_output_"]
+           "SoftmaxOutput", "init_unigram_output_", "softmax_output"]
 
 # nn.RNN's state is h (L, B, H); nn.LSTM's is (h, c), each (L, B, H)
 State = Union[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]
@@ -193,6 +193,23 @@ class LSTMLMConfig(RecurrentLMConfig):
         return LSTMLM(self)
 
 
+def softmax_output(d: int, vocab_size: int, adaptive_cutoffs: tuple[int, ...] | None, div_value: float,
+                   tie_to: nn.Embedding | None = None) -> nn.Module:
+    """The output layer of a word-level LM reading d-dimensional states: the adaptive softmax when
+    ``adaptive_cutoffs`` are given (Grave et al. 2017, see the module docstring), else a full-softmax ``nn.Linear``
+    whose weight is ``tie_to``'s |V| x d matrix when given (Press & Wolf 2017); the biases start at zero."""
+    if adaptive_cutoffs is not None:
+        out = nn.AdaptiveLogSoftmaxWithLoss(d, vocab_size, list(adaptive_cutoffs), div_value=div_value,
+                                            head_bias=True)
+        nn.init.zeros_(out.head.bias)
+        return out
+    linear = nn.Linear(d, vocab_size)
+    if tie_to is not None:
+        linear.weight = tie_to.weight  # one |V| x d matrix, shared
+    nn.init.zeros_(linear.bias)
+    return linear
+
+
 class SoftmaxOutput:
     """What a word-level LM with an output layer ``self.out`` -- a full-softmax ``nn.Linear`` or an
     ``nn.AdaptiveLogSoftmaxWithLoss`` -- offers about it: the recurrent LMs here and ELMo's biLM
@@ -228,16 +245,8 @@ class RecurrentLM(SoftmaxOutput, nn.Module):
         self.embed = nn.Embedding(cfg.vocab_size, cfg.emb_dim)
         self.drop = nn.Dropout(cfg.dropout)
         setattr(self, self.rnn_name, rnn)
-        self.out: nn.Module
-        if cfg.adaptive_cutoffs is not None:
-            self.out = nn.AdaptiveLogSoftmaxWithLoss(cfg.hidden, cfg.vocab_size, list(cfg.adaptive_cutoffs),
-                                                     div_value=cfg.div_value, head_bias=True)
-            nn.init.zeros_(self.out.head.bias)
-        else:
-            self.out = nn.Linear(cfg.hidden, cfg.vocab_size)
-            if cfg.tie_weights:
-                self.out.weight = self.embed.weight  # one |V| x d matrix, shared (Press & Wolf 2017)
-            nn.init.zeros_(self.out.bias)
+        self.out = softmax_output(cfg.hidden, cfg.vocab_size, cfg.adaptive_cutoffs, cfg.div_value,
+                                  tie_to=self.embed if cfg.tie_weights else None)
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
 
     @property
