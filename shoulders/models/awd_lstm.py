@@ -112,9 +112,7 @@ class AWDLSTMConfig(RecurrentLMConfig):
     }
 
     def validate(self) -> None:
-        if self.tie_weights and self.adaptive_cutoffs is not None:
-            raise ConfigError("tie_weights needs a full softmax (the adaptive softmax has no |V| x d matrix to "
-                              "share): set tie_weights=False or adaptive_cutoffs=None")
+        super().validate()  # sizes, dropout, cutoffs, tying (against output_dim(): the top layer's emb_dim)
         if self.layers < 2:
             raise ConfigError(f"AWD-LSTM has at least 2 layers (the top one is emb_dim wide), got {self.layers}")
         for name in ("dropout_e", "dropout_i", "dropout_h", "wdrop"):
@@ -122,11 +120,10 @@ class AWDLSTMConfig(RecurrentLMConfig):
                 raise ConfigError(f"{name} must be in [0, 1), got {getattr(self, name)}")
         if self.alpha < 0 or self.beta < 0:
             raise ConfigError(f"alpha and beta (AR, TAR) must be >= 0, got {self.alpha}, {self.beta}")
-        tie, self.tie_weights = self.tie_weights, False  # the top layer is emb_dim wide: no emb_dim == hidden rule
-        try:
-            super().validate()
-        finally:
-            self.tie_weights = tie
+
+    def output_dim(self) -> int:
+        """The top layer is ``emb_dim`` wide, so the softmax can share the embedding whatever ``hidden`` is."""
+        return self.emb_dim
 
     def batches(self, stream: Any, train: bool = True) -> Any:
         """The ``(x, y)`` BPTT windows of an :class:`~shoulders.text.LMStream`: of variable length around
@@ -135,7 +132,7 @@ class AWDLSTMConfig(RecurrentLMConfig):
 
     def layer_sizes(self) -> list[int]:
         """Input and output width of every LSTM layer: ``[emb_dim, hidden, ..., hidden, emb_dim]``."""
-        return [self.emb_dim] + [self.hidden] * (self.layers - 1) + [self.emb_dim]
+        return [self.emb_dim] + [self.hidden] * (self.layers - 1) + [self.output_dim()]
 
     def build(self) -> "AWDLSTM":
         return AWDLSTM(self)
@@ -150,7 +147,7 @@ class AWDLSTM(SoftmaxOutput, nn.Module):
         sizes = cfg.layer_sizes()
         self.embed = nn.Embedding(cfg.vocab_size, cfg.emb_dim)
         self.rnns = nn.ModuleList(nn.LSTM(sizes[i], sizes[i + 1], batch_first=True) for i in range(cfg.layers))
-        self.out = softmax_output(cfg.emb_dim, cfg.vocab_size, cfg.adaptive_cutoffs, cfg.div_value,
+        self.out = softmax_output(cfg.output_dim(), cfg.vocab_size, cfg.adaptive_cutoffs, cfg.div_value,
                                   tie_to=self.embed if cfg.tie_weights else None)  # tied: Inan et al. 2017
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
 

@@ -120,12 +120,16 @@ class RecurrentLMConfig(Config):
             if self.tie_weights:
                 raise ConfigError("tie_weights needs a full softmax (the adaptive softmax has no |V| x H matrix to "
                                   "share): set tie_weights=False or adaptive_cutoffs=None")
-        if self.tie_weights and self.emb_dim != self.hidden:
+        if self.tie_weights and self.emb_dim != self.output_dim():
             raise ConfigError(f"tie_weights needs emb_dim == hidden, got {self.emb_dim} and {self.hidden}")
         if min(self.vocab_size, self.emb_dim, self.hidden, self.layers, self.batch_size, self.bptt, self.steps) <= 0:
             raise ConfigError("sizes, batch_size, bptt and steps must be positive")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
+
+    def output_dim(self) -> int:
+        """The width of the states the softmax reads (weight tying needs it to equal ``emb_dim``): ``hidden``."""
+        return self.hidden
 
     def example_batch(self, batch_size: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
         """A tiny random (x, y) batch of the right shape, for preset health checks."""
