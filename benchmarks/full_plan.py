@@ -83,10 +83,12 @@ from shoulders.models.lbl import LBLConfig  # noqa: E402
 from shoulders.models.nnlm import NNLMConfig  # noqa: E402
 from shoulders.models.rnnlm import LSTMLMConfig, RNNLMConfig  # noqa: E402
 from shoulders.models.transformer import TransformerConfig  # noqa: E402
+from shoulders.models.ulmfit import PoolingClassifier  # noqa: E402
 from shoulders.models.word2vec import Word2VecConfig  # noqa: E402
 from shoulders.recipes.bert import BertPretrainingConfig  # noqa: E402
 from shoulders.recipes.elmo import ELMoTaskConfig  # noqa: E402
 from shoulders.recipes.finetune import BertFinetuningConfig  # noqa: E402
+from shoulders.recipes.ulmfit import ULMFiTConfig  # noqa: E402
 from shoulders.text.bert_inputs import IGNORE  # noqa: E402
 from shoulders.train.loop import call_model, split_output  # noqa: E402
 
@@ -106,6 +108,9 @@ WIKITEXT2_TRAIN = 2_088_628  # tokens, <eos> included
 TEXT8 = 17_005_207
 MULTI30K_TRAIN = 29_000
 SST2_TRAIN = 67_349
+SST_SENTENCES = 6_920  # SST-2's training sentences (chapter 11 reads sentences, not GLUE's phrases)
+SST_TEXT = 172_110  # chapter 11's stage-2 text: the treebank's 8,544 training sentences, 163,566 words + <eos> each
+SST_LENGTH = 20  # words of a padded batch of similar-length SST sentences (19.1 a sentence on average)
 # text8 is not in the offline mirror: its in-vocabulary share (min_count 5) and the share that word2vec.c's
 # subsampling keeps are measured on lower-cased, alphabetic WikiText-2 train (the same kind of text), with
 # word2vec.c's keep rule; with max_vocab the kept share is of the top words' tokens
@@ -390,6 +395,12 @@ def _elmo_task_batch(head: str, B: int, T: int, tiny: bool) -> dict[str, torch.T
     return {"input_ids": ids, "labels": labels}
 
 
+def _ulmfit_batch(B: int, T: int, vocab: int) -> dict[str, torch.Tensor]:
+    """``B`` sentences of ``T`` words (ids of the giant's vocabulary, no padding) with binary labels."""
+    g = torch.Generator().manual_seed(1)
+    return {"input_ids": torch.randint(1, vocab, (B, T), generator=g), "labels": torch.randint(0, 2, (B,), generator=g)}
+
+
 def _bert_head(head: str, encoder: nn.Module) -> nn.Module:
     if head == "cls":
         return heads.SequenceClassifier(encoder, 2)
@@ -486,12 +497,39 @@ def runs(tiny: bool = False) -> list[Run]:
                        t.finetuning().steps_for(n, epochs), t.batch_size * T, "words",
                        f"{epochs:g} epochs: {note}; {t.batch_size} x {T}", "recurrent", _adamw(t.lr, t.weight_decay),
                        t, runs=t.seeds))
-    # chapter 11 (being built): the AWD-LSTM LM, ULMFiT's giant (fit, AdamW for NT-ASGD)
+    # chapter 11: the AWD-LSTM LM, ULMFiT's giant (fit, AdamW for NT-ASGD), then stages 2 and 3 on SST-2
     c = AWDLSTMConfig.preset(scale)
     per = c.batch_size * c.bptt
     out.append(Run(11, "AWD-LSTM LM pre-training", c.build, batch_of(c), c.steps, per, "tokens",
                    _epochs(c.steps * per, WIKITEXT2_TRAIN, "WikiText-2 train") + f", {c.batch_size} x {c.bptt} BPTT",
                    "recurrent", _adamw(c.lr, c.weight_decay), c))
+    u = ULMFiTConfig.preset(scale)
+    lm_per = u.lm_batch_size * c.bptt
+    lm_steps = max(u.lm_min_steps, math.ceil(u.lm_epochs * SST_TEXT / lm_per))
+    c2 = c.replace(batch_size=u.lm_batch_size)
+    out.append(Run(11, "ULMFiT stage 2 (target-task LM)", c2.build, batch_of(c2), lm_steps, lm_per, "tokens",
+                   f"{u.lm_epochs:g} epochs of SST's {SST_TEXT:,} tokens: all the text, two ablations, "
+                   f"{len(c.snapshots) + 1} earlier starts", "recurrent", _adamw(u.lm_lr, u.weight_decay), c2,
+                   runs=3 + len(c.snapshots) + 1))
+    ft = u.finetuning()
+    B, T = (2, 6) if tiny else (u.batch_size, SST_LENGTH)
+
+    def clf(c: AWDLSTMConfig = c, u: ULMFiTConfig = u) -> nn.Module:
+        return PoolingClassifier(c.build(), 2, hidden=u.hidden, dropouts=u.dropouts, bptt=u.bptt)
+
+    def batch(B: int = B, T: int = T, c: AWDLSTMConfig = c) -> dict[str, torch.Tensor]:
+        return _ulmfit_batch(B, T, c.vocab_size)
+
+    out.append(Run(11, "ULMFiT stage 3, all labels", clf, batch, ft.steps_for(SST_SENTENCES),
+                   u.batch_size * SST_LENGTH, "words",
+                   f"{u.epochs:g} epochs of SST-2's {SST_SENTENCES:,} sentences; ULMFiT and from scratch",
+                   "recurrent", _adamw(u.lr, u.weight_decay), u, runs=2 * u.seeds))
+    small = [n for n in u.budgets if n < SST_SENTENCES]
+    out.append(Run(11, "ULMFiT stage 3, label curve + ablations", clf, batch,
+                   round(sum(ft.steps_for(n) for n in small) / len(small)), u.batch_size * SST_LENGTH, "words",
+                   f"{len(small)} budgets x 3 arms, 5 ablations and {len(c.snapshots) + 1} earlier starts at "
+                   f"{u.ablation_labels} labels (mean updates a run)", "recurrent", _adamw(u.lr, u.weight_decay), u,
+                   runs=(3 * len(small) + 5 + len(c.snapshots) + 1) * u.seeds))
     # chapter 12: the Transformer on Multi30k (fit, Adam (0.9, 0.98))
     c = TransformerConfig.preset(scale)
     per = c.batch_size * (13 + 18)

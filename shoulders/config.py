@@ -24,6 +24,13 @@ class ConfigError(ValueError):
     """A preset or override that does not fit the config."""
 
 
+def check_snapshots(snapshots: Any, steps: int) -> None:
+    """A giant's ``snapshots`` (the steps at which its recipe keeps a copy of the weights) must be increasing steps
+    strictly between 0 and ``steps``; else a :class:`ConfigError` naming them."""
+    if any(not 0 < int(s) < steps for s in snapshots) or list(snapshots) != sorted(set(snapshots)):
+        raise ConfigError(f"snapshots must be increasing steps between 0 and steps={steps}, got {snapshots}")
+
+
 @dataclasses.dataclass
 class Config:
     """Base class of every chapter config.

@@ -147,6 +147,11 @@ def test_a_short_pretraining_beats_the_unigram_model_and_caches_as_a_giant(tmp_p
         assert torch.equal(v, second.model.state_dict()[k])
     x, y = cfg.example_batch()
     assert sh.evaluate.perplexity(second.model, [(x % 2_000, y % 2_000)]) > 1.0   # a dict-returning model scores
+    assert second.snapshot_steps == [100]  # the smoke preset keeps step 100: chapter 11's pre-training curve
+    early = second.snapshot(100)
+    assert any(not torch.equal(v, early.state_dict()[k]) for k, v in second.model.state_dict().items())
+    with pytest.raises(ConfigError, match="snapshots"):
+        cfg.replace(snapshots=(500,)).validate()
 
 
 def test_training_windows_vary_in_length_and_evaluation_windows_do_not():

@@ -77,7 +77,19 @@ def test_constant():
 
 
 ALL = [S.constant(), S.linear_warmup_decay(7, 50), S.inverse_sqrt(7), S.inverse_sqrt(7, d_model=64), S.stlr(50),
-       S.cosine_warmup(7, 50, 0.2), S.one_cycle(50)]
+       S.stlr_cycles(12, 3, 50), S.cosine_warmup(7, 50, 0.2), S.one_cycle(50)]
+
+
+def test_stlr_cycles_restart_a_triangle_at_each_stage():
+    s, one, last = S.stlr_cycles(20, 3, 70), S.stlr(20), S.stlr(30)
+    ts = np.arange(1, 21)
+    np.testing.assert_array_equal(s.curve(ts), one.curve(ts))        # stage 1
+    np.testing.assert_array_equal(s.curve(ts + 20), one.curve(ts))   # stage 2 starts over
+    np.testing.assert_array_equal(s.curve(np.arange(41, 71)), last.curve(np.arange(1, 31)))  # the last runs to 70
+    assert s(2) == 1.0 and s(22) == 1.0 and s(43) == 1.0             # each stage peaks at its cut
+    np.testing.assert_array_equal(S.stlr_cycles(9, 1, 50).curve(np.arange(1, 51)), S.stlr(50).curve(np.arange(1, 51)))
+    short = S.stlr_cycles(4, 3, 20)  # stages shorter than 1 / cut_frac peak at their first update
+    assert short(1) == short(5) == short(9) == 1.0 and short(2) < 1.0
 
 
 @pytest.mark.parametrize("s", ALL, ids=[x.name for x in ALL])
@@ -92,7 +104,8 @@ def test_rebuild_from_name_and_params_and_curve_equals_call(s):
 
 @pytest.mark.parametrize("bad", [lambda: S.stlr(5, cut_frac=0.1), lambda: S.stlr(100, cut_frac=1.5),
                                  lambda: S.linear_warmup_decay(100, 100), lambda: S.cosine_warmup(5, 50, min_ratio=2),
-                                 lambda: S.inverse_sqrt(0), lambda: S.one_cycle(10, pct_start=0.05)])
+                                 lambda: S.inverse_sqrt(0), lambda: S.one_cycle(10, pct_start=0.05),
+                                 lambda: S.stlr_cycles(10, 3, 20), lambda: S.stlr_cycles(0, 3, 20)])
 def test_bad_arguments_are_errors(bad):
     with pytest.raises(ValueError):
         bad()

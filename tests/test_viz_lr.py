@@ -194,3 +194,33 @@ def test_total_falls_back_to_any_series_when_no_lr_was_recorded():
     view = viz.lr_curves(h, schedules=[flat()], factories=FACTORIES)
     assert view.data["total"] == 80 and view.data["recorded"] == {}
     assert len(view.figure.axes[0].lines) == 1
+
+
+class _Stage:
+    def __init__(self, name, history, groups):
+        self.name, self.history, self.groups = name, history, groups
+
+
+def test_stage_rates_draws_one_line_per_layer_group_dotted_while_frozen():
+    from shoulders.train import History
+
+    h = History()
+    h.log(0, unfrozen=1)
+    for t in range(1, 11):
+        h.log(t, **{"lr/0": 0.1 / 2.6, "lr/1": 0.1 / 2.6, "lr/2": 0.1})  # two optimiser groups of "low", one "top"
+        if t == 4:
+            h.log(t, unfrozen=2)
+    flat = History()
+    for t in range(1, 6):
+        flat.log(t, **{"lr/0": 0.01})
+    view = viz.stage_rates([_Stage("one", flat, ["all"]), _Stage("two", h, ["low", "low", "top"])])
+    assert view.data["groups"] == ["all", "low", "top"] and view.data["stages"] == ["one", "two"]
+    ax = view.figure.axes[1]
+    solid = {ln.get_label(): ln for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+    assert set(solid) == {"low", "top"}
+    low_x = np.asarray(solid["low"].get_xdata(), dtype=float)
+    assert np.isnan(low_x[:4]).all() and not np.isnan(low_x[4:]).any(), "'low' trains from update 5"
+    assert not np.isnan(np.asarray(solid["top"].get_xdata(), dtype=float)).any(), "'top' trains from update 1"
+    assert isinstance(view.widget, widgets.VBox) and view.widget.labels == ["one", "two"]
+    with pytest.raises(ValueError, match="group names"):
+        viz.stage_rates([_Stage("bad", h, ["low"])])

@@ -90,3 +90,30 @@ def test_any_two_encoders_of_a_row_can_be_compared():
     assert [t.get_text() for t in ax.get_xticklabels()] == ["baseline", "GloVe", "GloVe + ELMo"]
     with pytest.raises(ValueError, match="lacks"):
         viz.transfer_bars(rows)                       # the default pair is not in this row
+
+
+def test_an_encoder_missing_from_some_budgets_gets_points_only_where_it_ran():
+    curve = {"metric": "acc", "baseline": 50.0, "budgets": [100, 1000],
+             "rows": [{"a": {"score": 60.0, "scores": [59.0, 61.0]}, "b": {"score": 70.0, "scores": [70.0]}},
+                      {"a": {"score": 80.0, "scores": [80.0]}}]}
+    fig = viz.label_budget_figure(curve)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    np.testing.assert_array_equal(lines["a"].get_xdata(), [100, 1000])
+    np.testing.assert_array_equal(lines["b"].get_xdata(), [100])
+    np.testing.assert_array_equal(lines["b"].get_ydata(), [70.0])
+
+
+def test_pretraining_steps_figure_takes_any_logged_curve_and_a_control():
+    from shoulders.train import History
+
+    hist = History()
+    for step, ppl in ((500, 300.0), (1000, 200.0)):
+        hist.log(step, val_ppl=ppl)
+    fig = viz.pretraining_steps_figure(hist, {0: [55.0], 1000: [60.0, 62.0]}, "acc", 50.0,
+                                       curves=(("val_ppl", "WikiText-2", 1.0),), left_label="perplexity", logy=True,
+                                       control=[52.0, 54.0], zero="stage 2 alone")
+    left, right = fig.axes[:2]
+    assert list(left.lines[0].get_ydata()) == [300.0, 200.0] and left.get_yscale() == "log"
+    fine = {line.get_label(): line for line in right.lines}
+    assert list(fine["from scratch"].get_ydata()) == [53.0, 53.0]
+    assert "stage 2 alone" in right.get_xlabel()

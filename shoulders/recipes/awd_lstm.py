@@ -22,6 +22,7 @@ from ..models.awd_lstm import AWDLSTM, AWDLSTMConfig
 from ..text.lm_data import LMCorpus, wikitext2_corpus
 from ..text.vocab import Vocab
 from ..train.bptt import CarryState
+from ..train.callbacks import Snapshots
 from ..train.loop import fit
 from ..train.optimizers import adamw
 from ..train.schedules import cosine_warmup
@@ -45,8 +46,10 @@ def train_giant(cfg: AWDLSTMConfig, *, corpus: LMCorpus | None = None, device: A
                 **fit_kwargs: Any) -> Artefact:
     """Pre-train the AWD-LSTM LM on WikiText-2 (``corpus``: a page's :func:`wikitext_for_awd`, to read it once).
 
-    Six times during training and after the last step the history logs ``val_ppl``: the validation perplexity
-    with the state carried through the whole validation text, as chapter 3 measures its LSTM. Returns the
+    A copy of the weights is kept after each step of ``cfg.snapshots`` (the giant stores them: chapter 11 measures
+    what more pre-training buys). Six times during training and after the last step the history logs ``val_ppl``:
+    the validation perplexity with the state carried through the whole validation text, as chapter 3 measures its
+    LSTM. Returns the
     :class:`~shoulders.recipes.artefact.Artefact` that :mod:`shoulders.giants` caches.
     """
     corpus = corpus if corpus is not None else wikitext_for_awd(cfg)
@@ -57,14 +60,14 @@ def train_giant(cfg: AWDLSTMConfig, *, corpus: LMCorpus | None = None, device: A
     def evaluate(m: AWDLSTM) -> dict[str, float]:
         return {"val_ppl": perplexity(m, cfg.batches(valid, train=False), carry_state=True)}
 
-    carry = CarryState()
+    carry, snapshots = CarryState(), Snapshots(cfg.snapshots)
     history = fit(model, cfg.batches(corpus.streams["train"]), adamw(model, lr=cfg.lr, weight_decay=cfg.weight_decay),
                   steps=cfg.steps, schedule=cosine_warmup(cfg.warmup, cfg.steps), clip=cfg.clip, loss_fn=carry,
-                  callbacks=[carry], evaluate=evaluate, eval_every=max(cfg.steps // 6, 1), device=device,
-                  progress=progress, **fit_kwargs)
+                  callbacks=[carry, snapshots, *fit_kwargs.pop("callbacks", ())], evaluate=evaluate,
+                  eval_every=max(cfg.steps // 6, 1), device=device, progress=progress, **fit_kwargs)
     model = model.cpu()
     metrics = {"valid_ppl": history.last("val_ppl"), "valid_ppl_unigram": corpus.unigram_perplexity("valid")}
-    return Artefact(model=model, history=history, tokenizer=corpus.vocab, metrics=metrics,
+    windows = f"variable BPTT around {cfg.bptt} words" if cfg.variable_bptt else f"{cfg.bptt} words"
+    return Artefact(model=model, history=history, tokenizer=corpus.vocab, metrics=metrics, snapshots=snapshots.states,
                     facts={"training tokens": corpus.streams["train"].num_tokens, "vocabulary": len(corpus.vocab),
-                           "windows": f"variable BPTT around {cfg.bptt} words, state carried"
-                           if cfg.variable_bptt else f"{cfg.bptt} words, state carried"})
+                           "windows": f"{windows}, state carried"})

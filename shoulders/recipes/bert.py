@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import torch
 
 from .._lock import exclusive
-from ..config import Config, ConfigError
+from ..config import Config, ConfigError, check_snapshots
 from ..data import cache_root
 from ..data.corpora import wikitext_documents
 from ..models.bert import BertConfig, BertForPreTraining
@@ -103,10 +103,7 @@ class BertPretrainingConfig(Config):
             raise ConfigError(f"long_batch_size must be positive, got {self.long_batch_size}")
         if not 0.0 < self.long_frac < 1.0:
             raise ConfigError(f"long_frac must be in (0, 1), got {self.long_frac}")
-        if any(not 0 < int(s) < self.steps for s in self.snapshots) or list(self.snapshots) != sorted(
-                set(self.snapshots)):
-            raise ConfigError(f"snapshots must be increasing steps between 0 and steps={self.steps}, got "
-                              f"{self.snapshots}")
+        check_snapshots(self.snapshots, self.steps)
         if not 0 <= self.warmup < self.steps:
             raise ConfigError(f"need 0 <= warmup < steps, got warmup={self.warmup}, steps={self.steps}")
         if not 0.0 < self.mask_prob < 1.0:

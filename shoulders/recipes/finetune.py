@@ -233,7 +233,7 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
             score: Callable[[nn.Module], float], lrs: Mapping[str, float], *, metric: str, baseline: float,
             prior: float, steps: int | None = None, device: Any = None,
             seeds: Sequence[int] = (0,), probe: Callable[[nn.Module], Mapping[str, float]] | None = None,
-            probe_every: int = 10) -> dict[str, Any]:
+            probe_every: int = 10, trainers: Mapping[str, Callable[..., History]] | None = None) -> dict[str, Any]:
     """Fine-tune one head per encoder (e.g. ``{"pre-trained": ..., "from scratch": ...}``) on the same features
     with the same schedule and seeds, and score each: one row of chapter 14's table.
 
@@ -245,6 +245,8 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
 
     ``probe``: numbers by name to log every ``probe_every`` updates of each run (:class:`shoulders.train.Probe`;
     e.g. ELMo's layer weights, chapter 10); each encoder's entry then also holds ``histories``, one per seed.
+    ``trainers``: for an encoder named there, the function that trains its head instead of :func:`finetune` (same
+    arguments; e.g. ULMFiT's gradual unfreezing, chapter 11).
     """
     if not seeds:
         raise ValueError("compare needs at least one seed")
@@ -256,8 +258,9 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
             set_seed(s)
             head = make_head(build())  # fit moves it to ``device``
             probes = [] if probe is None else [Probe(probe, every=probe_every)]
-            hist = finetune(head, features, pad_id, cfg, lr=lrs[name], steps=steps, device=device, progress=False,
-                            callbacks=probes)
+            train = (trainers or {}).get(name, finetune)
+            hist = train(head, features, pad_id, cfg, lr=lrs[name], steps=steps, device=device, progress=False,
+                         callbacks=probes)
             histories.append(hist)
             _, losses = hist.series("loss")
             scores.append(float(score(head)))

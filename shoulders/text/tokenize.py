@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["SIMPLE_WORDS_PATTERN", "chars", "simple_words", "words"]
+__all__ = ["SIMPLE_WORDS_PATTERN", "chars", "ptb_to_wikitext", "simple_words", "words"]
 
 
 def words(text: str, lower: bool = False) -> list[str]:
@@ -48,3 +48,31 @@ def simple_words(text: str, lower: bool = True) -> list[str]:
 def chars(text: str) -> list[str]:
     """One token per Unicode code point (newlines and spaces included: they matter to a char LM)."""
     return list(text)
+
+
+_PTB_QUOTES = {"``": '"', "''": '"', "`": "'"}
+_WIKITEXT_JOINS = re.compile(r"(?<=\w)([-,.])(?=\w)")
+
+
+def ptb_to_wikitext(tokens: list[str]) -> list[str]:
+    """Penn-Treebank-tokenised words (the Stanford Sentiment Treebank's) re-cut the way WikiText is, so a model
+    trained on WikiText meets them under the forms it learned (Merity et al. 2017's WikiText keeps Moses-style
+    tokens and marks joined word parts with ``@``):
+
+    * negations: ``does n't`` -> ``doesn 't`` (``ca n't`` -> ``can 't``, ``wo n't`` -> ``won 't``);
+    * quotes: ``` `` ``` and ``''`` -> ``"``, a single ````` -> ``'``;
+    * hyphens, and commas and points inside numbers: ``coming-of-age`` -> ``coming @-@ of @-@ age``,
+      ``1,000`` -> ``1 @,@ 000``, ``2.5`` -> ``2 @.@ 5``.
+
+    >>> ptb_to_wikitext("It does n't feel `` old-fashioned '' .".split())
+    ['It', 'doesn', "'t", 'feel', '"', 'old', '@-@', 'fashioned', '"', '.']
+    """
+    out: list[str] = []
+    for tok in tokens:
+        if tok in ("n't", "N'T") and out:
+            out[-1] += tok[0]  # does n't -> doesn 't; ca n't -> can 't; wo n't -> won 't
+            out.append(tok[1:])
+            continue
+        tok = _PTB_QUOTES.get(tok, tok)
+        out.extend(_WIKITEXT_JOINS.sub(r" @\1@ ", tok).split())
+    return out

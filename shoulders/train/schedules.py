@@ -29,6 +29,7 @@ __all__ = [
     "linear_warmup_decay",
     "one_cycle",
     "stlr",
+    "stlr_cycles",
 ]
 
 
@@ -130,14 +131,44 @@ def stlr(total: int, cut_frac: float = 0.1, ratio: float = 32) -> Schedule:
     _check(ratio >= 1, f"ratio must be >= 1, got {ratio}")
     cut = math.floor(total * cut_frac + 1e-9)
     _check(cut >= 1, f"total * cut_frac must be >= 1 (got cut = floor({total} * {cut_frac}) = {cut})")
+    params = {"total": total, "cut_frac": cut_frac, "ratio": int(ratio) if ratio.is_integer() else ratio}
+    return Schedule("stlr", params, _slanted(cut, cut_frac, ratio))
+
+
+def _slanted(cut: int, cut_frac: float, ratio: float) -> Callable[[np.ndarray], np.ndarray]:
+    """Eq. 3 of ULMFiT with its peak at update ``cut``."""
 
     def fn(t: np.ndarray) -> np.ndarray:
         p = np.where(t < cut, t / cut, 1.0 - (t - cut) / (cut * (1.0 / cut_frac - 1.0)))
         p = np.clip(p, 0.0, None)
         return (1.0 + p * (ratio - 1.0)) / ratio
 
-    params = {"total": total, "cut_frac": cut_frac, "ratio": int(ratio) if ratio.is_integer() else ratio}
-    return Schedule("stlr", params, fn)
+    return fn
+
+
+def stlr_cycles(every: int, stages: int, total: int, cut_frac: float = 0.1, ratio: float = 32) -> Schedule:
+    """One slanted triangle (:func:`stlr`) per stage: ``stages - 1`` stages of ``every`` updates, then a last one
+    running to ``total``. How the authors' fastai code trains a ULMFiT classifier under gradual unfreezing (one
+    ``fit_one_cycle`` per stage, Howard & Ruder 2018, sec. 3.3), so a layer group that joins late still meets a
+    peak rate: update ``t = k·every + u`` (``u = 1 ... every``) of an early stage ``k`` gets ``stlr(every)(u)``, an
+    update ``t = (stages-1)·every + u`` of the last stage ``stlr(total - (stages-1)·every)(u)``. With ``stages =
+    1`` this is :func:`stlr` over ``total``. A stage shorter than ``1 / cut_frac`` updates peaks at its first."""
+    every, stages, total = int(every), int(stages), int(total)
+    _check(every >= 1 and stages >= 1, f"need every >= 1 and stages >= 1, got every={every}, stages={stages}")
+    last = (stages - 1) * every  # updates before the last stage
+    _check(last < total, f"{stages} stages of {every} updates need total > {last}, got total={total}")
+    cut_frac, ratio = float(cut_frac), float(ratio)
+    _check(0 < cut_frac < 1 and ratio >= 1, f"need 0 < cut_frac < 1 and ratio >= 1, got {cut_frac}, {ratio}")
+    short = _slanted(max(1, math.floor(every * cut_frac + 1e-9)), cut_frac, ratio)
+    long = _slanted(max(1, math.floor((total - last) * cut_frac + 1e-9)), cut_frac, ratio)
+
+    def fn(t: np.ndarray) -> np.ndarray:
+        t = np.maximum(t, 1.0)
+        return np.where(t > last, long(t - last), short((t - 1.0) % every + 1.0))
+
+    params = {"every": every, "stages": stages, "total": total, "cut_frac": float(cut_frac),
+              "ratio": int(ratio) if float(ratio).is_integer() else float(ratio)}
+    return Schedule("stlr_cycles", params, fn)
 
 
 def cosine_warmup(warmup: int, total: int, min_ratio: float = 0.0) -> Schedule:

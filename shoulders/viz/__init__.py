@@ -10,6 +10,7 @@ Public surface:
 * :func:`training_curves` -- loss and metrics against the step, from a run's history (static figure);
 * :class:`LivePlot` -- a ``fit`` callback that redraws the loss in a notebook while the model trains;
 * :func:`lr_curves` -- every learning-rate schedule with sliders, plus the lr a run recorded (:class:`View`);
+* :func:`stage_rates` -- every layer group's recorded learning rate in each of ULMFiT's stages (:class:`View`);
 * :func:`layer_mix` -- ELMo's softmax-normalised layer weights and γ per task, and how they moved while it trained
   (:class:`View`); :func:`layer_mix_figure` its static figure, :func:`mix_trace` the weights a run logged;
 * :func:`stack_view` / :class:`StackView` -- precomputed images (or any widgets) switched in the browser;
@@ -27,7 +28,7 @@ from .curves import expand_keys, training_curves
 from .figure import DPI, BookFigure, figure_to_image_widget, figure_to_png, subplots
 from .layer_weights import layer_mix, layer_mix_figure, mix_trace
 from .live import LivePlot
-from .lr import default_schedules, lr_curves, lr_figure, recorded_lr, schedule_steps
+from .lr import default_schedules, lr_curves, lr_figure, recorded_lr, schedule_steps, stage_rates
 from .next_word import next_word_explorer, next_word_figure, top_k
 from .stack import StackView, stack_view
 from .transfer import label_budget_figure, pretraining_steps_figure, transfer_bars
@@ -56,6 +57,7 @@ __all__ = [
     "recorded_lr",
     "schedule_steps",
     "stack_view",
+    "stage_rates",
     "subplots",
     "top_k",
     "training_curves",

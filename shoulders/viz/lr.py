@@ -28,7 +28,7 @@ from .figure import BookFigure, figure_to_image_widget, figure_to_png, subplots
 from .stack import StackView, stack_view
 from .view import View
 
-__all__ = ["lr_curves", "default_schedules", "recorded_lr", "schedule_steps", "lr_figure", "SLIDERS"]
+__all__ = ["lr_curves", "default_schedules", "recorded_lr", "schedule_steps", "lr_figure", "stage_rates", "SLIDERS"]
 
 MAX_POINTS = 600
 """Points per plotted curve: enough for a smooth line, few enough for small PNGs and fast redraws."""
@@ -258,3 +258,74 @@ def lr_curves(history: Any = None, schedules: Sequence[Any] | Mapping[str, Any] 
     panels = [_panel(s, total, ts, recorded, logy, factories) for s in items]
     widget: StackView = stack_view(labels, panels, description="schedule", header=[widgets.HTML(HINT)])
     return View(figure, widget, schedules=items, total=total, recorded=recorded, steps=ts)
+
+
+def _group_series(stage: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """A stage's recorded rate per layer group (the first optimiser group of each; AdamW's decayed and undecayed
+    halves of a layer group share their rate)."""
+    recorded = recorded_lr(stage.history)
+    keys = list(recorded)
+    if len(keys) != len(stage.groups):
+        raise ValueError(f"{stage.name}: {len(keys)} recorded learning rates but {len(stage.groups)} group names")
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for key, name in zip(keys, stage.groups):
+        out.setdefault(name, recorded[key])
+    return out
+
+
+def _training_from(stage: Any, names: Sequence[str]) -> dict[str, float]:
+    """The step from which each layer group trains: under gradual unfreezing (``unfrozen`` in the history) the
+    top ``k`` groups train from the step ``k`` was logged; otherwise every group from step 1."""
+    if "unfrozen" not in stage.history:
+        return {name: 1.0 for name in names}
+    steps, counts = stage.history.series("unfrozen")
+    start = {}
+    for i, name in enumerate(reversed(list(names))):  # the top group first
+        later = [s for s, k in zip(steps, counts) if k >= i + 1]
+        start[name] = float(later[0]) + 1.0 if later else math.inf  # logged after update s: trains from s + 1
+    return start
+
+
+def _draw_stage(ax: Any, stage: Any, colours: Mapping[str, str]) -> None:
+    series = _group_series(stage)
+    start = _training_from(stage, list(series))
+    for name, (steps, lrs) in series.items():
+        frozen = steps < start[name]
+        c = colours[name]
+        ax.plot(np.where(frozen, steps, np.nan), lrs, color=c, lw=0.9, ls=":", alpha=0.6)
+        ax.plot(np.where(frozen, np.nan, steps), lrs, color=c, lw=1.6, label=name)
+    ax.set_yscale("log")
+    ax.set_title(stage.name, fontsize=8)
+    ax.set_xlabel("update", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3)
+
+
+def stage_rates(stages: Sequence[Any]) -> View:
+    """What ULMFiT's rates actually were (Howard & Ruder 2018, sec. 3): every layer group's recorded learning rate
+    in each training stage -- STLR's slant, the factor 2.6 between groups (equal gaps on the log axis), and, under
+    gradual unfreezing, each group joining (a dotted line while it is frozen, solid once it trains).
+
+    ``stages``: objects with ``name``, ``history`` (``lr/i`` per optimiser group, ``unfrozen`` if gradual) and
+    ``groups`` (the layer group of each optimiser group), e.g. :class:`shoulders.recipes.ulmfit.Stage`. Returns a
+    :class:`View`: the stages side by side, and a widget that shows one stage at a time, larger.
+    """
+    stages = list(stages)
+    if not stages:
+        raise ValueError("stage_rates needs at least one stage")
+    names = list(dict.fromkeys(name for s in stages for name in _group_series(s)))
+    colours = {name: f"C{i % 10}" for i, name in enumerate(names)}
+    fig, axes = subplots(1, len(stages), figsize=(3.3 * len(stages), 2.8), squeeze=False)
+    for ax, stage in zip(axes[0], stages):
+        _draw_stage(ax, stage, colours)
+    axes[0][0].set_ylabel("learning rate", fontsize=8)
+    handles = {h.get_label(): h for ax in axes[0] for h in ax.get_lines() if not h.get_label().startswith("_")}
+    fig.legend(list(handles.values()), list(handles), fontsize=7, loc="outside right upper", frameon=False)
+    panels = []
+    for stage in stages:
+        one, ax = subplots(1, 1, figsize=PANEL_SIZE)
+        _draw_stage(ax, stage, colours)
+        ax.legend(fontsize=7, loc="best", frameon=False)
+        panels.append(figure_to_png(one, dpi=PANEL_DPI))
+    widget = stack_view([s.name for s in stages], panels, description="stage", control="toggle")
+    return View(fig, widget, stages=[s.name for s in stages], groups=names)

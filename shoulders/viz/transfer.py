@@ -73,20 +73,25 @@ def label_budget_figure(curve: Mapping[str, Any], title: str = "") -> BookFigure
     lowest to the highest seed, and the label-blind baseline dashed -- ULMFiT's Figure 3 (Howard & Ruder 2018).
 
     ``curve`` is what :func:`shoulders.recipes.finetune.label_budget_curve` returns: ``{"metric", "baseline",
-    "budgets", "rows"}``, each row ``{encoder: {"score", "scores"}}``.
+    "budgets", "rows"}``, each row ``{encoder: {"score", "scores"}}``; an encoder missing from a row has no point
+    at that budget.
     """
     missing = [k for k in ("metric", "baseline", "budgets", "rows") if k not in curve]
     if missing or len(curve.get("rows", [])) != len(curve.get("budgets", [])) or not curve.get("budgets"):
         raise ValueError(f"a label-budget curve needs 'metric', 'baseline' and one row per budget (missing {missing})")
     budgets = np.asarray(curve["budgets"], dtype=float)
     fig, ax = subplots(figsize=(5.0, 3.0))
-    names = [k for k, v in curve["rows"][0].items() if isinstance(v, Mapping) and "score" in v]
-    for name in names:
-        runs = [np.asarray(r[name].get("scores", [r[name]["score"]]), dtype=float) for r in curve["rows"]]
+    names = list(dict.fromkeys(k for row in curve["rows"] for k, v in row.items()
+                               if isinstance(v, Mapping) and "score" in v))
+    for i, name in enumerate(names):
+        has = [j for j, row in enumerate(curve["rows"]) if name in row]  # an encoder may skip some budgets
+        runs = [np.asarray(curve["rows"][j][name].get("scores", [curve["rows"][j][name]["score"]]), dtype=float)
+                for j in has]
         mean = np.array([r.mean() for r in runs])
-        colour = COLOURS.get(name)
-        ax.plot(budgets, mean, "o-", color=colour, label=name, ms=4)
-        ax.fill_between(budgets, [r.min() for r in runs], [r.max() for r in runs], color=colour, alpha=0.2, lw=0)
+        colour = COLOURS.get(name, f"C{i + 3}")
+        ax.plot(budgets[has], mean, "o-", color=colour, label=name, ms=4)
+        ax.fill_between(budgets[has], [r.min() for r in runs], [r.max() for r in runs], color=colour, alpha=0.2,
+                        lw=0)
     ax.axhline(float(curve["baseline"]), color=COLOURS["baseline"], ls="--", lw=1, label="label-blind")
     ax.set_xscale("log")
     ax.set_xlabel("labelled training examples", fontsize=8)
@@ -98,33 +103,46 @@ def label_budget_figure(curve: Mapping[str, Any], title: str = "") -> BookFigure
     return fig
 
 
+BERT_CURVES = (("val_mlm_acc", "masked LM", 100.0), ("val_nsp_acc", "next sentence", 100.0))
+
+
 def pretraining_steps_figure(history: Any, scores: Mapping[int, Any], metric: str, baseline: float,
-                             title: str = "") -> BookFigure:
+                             title: str = "", *, curves: Any = BERT_CURVES, left_label: str = "held-out accuracy %",
+                             logy: bool = False, control: Any = None, control_label: str = "from scratch",
+                             zero: str = "from scratch") -> BookFigure:
     """What more pre-training buys, in two panels sharing the x axis (pre-training steps): left, the held-out
-    pre-training accuracies the run logged (``val_mlm_acc``, ``val_nsp_acc`` of ``history``); right, a task's
-    score after fine-tuning each snapshot (``scores``: {step: one score per seed}; step 0 is the network trained
-    from scratch) -- the mean, the band from the lowest to the highest seed, and the label-blind baseline dashed.
+    pre-training measures the run logged (``curves``: ``(history key, label, factor)`` each; BERT's masked-LM and
+    next-sentence accuracies by default); right, a task's score after fine-tuning each snapshot (``scores``:
+    {step: one score per seed}; step 0 is ``zero``, by default the network trained from scratch) -- the mean, the
+    band from the lowest to the highest seed, and the label-blind baseline dashed. ``control``: scores (one per
+    seed) drawn as a dotted line and band across the panel, e.g. from scratch when step 0 is something else.
     """
     if not scores:
         raise ValueError("pretraining_steps_figure needs the scores of at least one snapshot")
     fig, (left, right) = subplots(1, 2, figsize=(8.0, 2.8))
-    for key, label, colour in (("val_mlm_acc", "masked LM", "#08519c"), ("val_nsp_acc", "next sentence", "#e6550d")):
+    for i, (key, label, factor) in enumerate(curves):
         steps, values = history.series(key)
-        left.plot(steps, 100 * values, "-", color=colour, label=label)
+        left.plot(steps, factor * values, "-", color=("#08519c", "#e6550d", "#31a354")[i % 3], label=label)
     for s in scores:
         left.axvline(s, color="#dddddd", lw=0.8, zorder=0)
-    left.set_ylabel("held-out accuracy %", fontsize=8)
+    left.set_ylabel(left_label, fontsize=8)
+    if logy:
+        left.set_yscale("log")
     left.legend(fontsize=7, frameon=False)
     steps = np.array(sorted(scores), dtype=float)
     runs = [np.asarray(scores[int(s)], dtype=float) for s in steps]
     right.plot(steps, [r.mean() for r in runs], "o-", color=COLOURS["pre-trained"], ms=4, label="fine-tuned")
     right.fill_between(steps, [r.min() for r in runs], [r.max() for r in runs], color=COLOURS["pre-trained"],
                        alpha=0.2, lw=0)
+    if control is not None:
+        c = np.asarray(control, dtype=float)
+        right.axhline(float(c.mean()), color=COLOURS["from scratch"], ls=":", lw=1.5, label=control_label)
+        right.axhspan(float(c.min()), float(c.max()), color=COLOURS["from scratch"], alpha=0.2, lw=0)
     right.axhline(float(baseline), color=COLOURS["baseline"], ls="--", lw=1, label="label-blind")
     right.set_ylabel(metric, fontsize=8)
     right.legend(fontsize=7, frameon=False)
     for ax in (left, right):
-        ax.set_xlabel("pre-training steps (0: from scratch)", fontsize=8)
+        ax.set_xlabel(f"pre-training steps (0: {zero})", fontsize=8)
         ax.tick_params(labelsize=7)
     if title:
         fig.suptitle(title, fontsize=9)
