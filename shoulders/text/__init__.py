@@ -13,6 +13,8 @@ One job per file:
 * :mod:`~shoulders.text.word_chars` -- :func:`char_ids`, :func:`char_table` (words as byte ids: ELMo's input);
 * :mod:`~shoulders.text.word_tokenizer` -- :class:`WordTokenizer` (whole words behind WordPiece's interface);
 * :mod:`~shoulders.text.wordpiece` -- :class:`WordPiece` (BERT's tokenizer: basic + greedy pieces, training, vocab.txt);
+* :mod:`~shoulders.text.bpe` -- :class:`ByteLevelBPE` (GPT-2's tokenizer: byte-level BPE, training, vocab.json +
+  merges.txt);
 * :mod:`~shoulders.text.bert_inputs`, :mod:`~shoulders.text.masking`, :mod:`~shoulders.text.nsp_pairs` -- BERT's
   packed inputs, masked-LM corruption and next-sentence pairs;
 * :mod:`~shoulders.text.task_features` -- BERT's features for its fine-tuning tasks (classification, tagging,
@@ -39,7 +41,7 @@ _WHERE = {
     "Vocab": "vocab", "VocabFileError": "vocab", "count_tokens": "vocab",
     "char_ids": "word_chars", "char_table": "word_chars",
     "WindowBatches": "windows", "ngram_batches": "windows", "sliding_windows": "windows", "window_batches": "windows",
-    "WordPiece": "wordpiece", "WordTokenizer": "word_tokenizer",
+    "WordPiece": "wordpiece", "WordTokenizer": "word_tokenizer", "ByteLevelBPE": "bpe",
 }
 
 
@@ -59,7 +61,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "SIMPLE_WORDS_PATTERN",
-    "BPTTBatches", "LMCorpus", "LMStream", "Vocab", "VocabFileError", "WindowBatches", "WordPiece", "WordTokenizer",
+    "BPTTBatches", "ByteLevelBPE", "LMCorpus", "LMStream", "Vocab", "VocabFileError", "WindowBatches", "WordPiece",
+    "WordTokenizer",
     "attention_mask", "batchify", "causal_mask", "char_ids", "char_table", "chars", "count_tokens", "lm_stream",
     "ngram_batches", "pad_sequences", "padding_mask", "simple_words", "sliding_windows", "take_tokens",
     "unigram_log_probs", "window_batches", "words", "wikitext2_corpus",
