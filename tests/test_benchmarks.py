@@ -1,8 +1,8 @@
 """The scripts in benchmarks/ cannot rot: each one imports, and each one runs in its smallest mode (seconds).
 
-``benchmarks/full_plan.py`` has ``--tiny``; the others are run with their smallest arguments (``benchmarks/ngram.py``
-on 2,000 training lines, without KenLM even where ``lmplz`` is installed). The runs that read WikiText-2 are skipped
-without the offline data mirror.
+``benchmarks/full_plan.py`` and ``benchmarks/gpt.py`` have ``--tiny``; the others are run with their smallest
+arguments (``benchmarks/ngram.py`` on 2,000 training lines, without KenLM even where ``lmplz`` is installed). The
+runs that read WikiText-2 are skipped without the offline data mirror.
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_script_imports(path):
 def test_full_plan_tiny():
     plan = load(ROOT / "benchmarks" / "full_plan.py")
     expected = plan.runs(tiny=True)
-    assert {r.chapter for r in expected} == {2, 3, 4, 5, 6, 10, 11, 12, 14}
+    assert {r.chapter for r in expected} == {2, 3, 4, 5, 6, 10, 11, 12, 13, 14}
     out = run("benchmarks/full_plan.py", "--tiny", "--markdown", "--threads", "1")
     rows = [line for line in out.splitlines() if line.startswith("| ")]
     for r in expected:
@@ -75,6 +75,15 @@ def test_bert_smallest():
     out = run("benchmarks/bert.py", "--size", "tiny", "--batch", "2", "--seq", "16", "--vocab", "100",
               "--repeats", "1", "--warmup", "0")
     assert "ratio ours/transformers" in out
+
+
+def test_gpt_tiny():
+    out = run("benchmarks/gpt.py", "--tiny")
+    assert "ratio cached/uncached" in out and "same tokens: True" in out
+    if importlib.util.find_spec("transformers") is not None:  # the training step against GPT2LMHeadModel
+        assert "ratio ours/transformers" in out
+    else:
+        assert "training step: skipped" in out
 
 
 NO_WIKITEXT = pytest.mark.skipif(mirror_folder("wikitext-2") is None, reason="no WikiText-2 in the offline mirror: "
