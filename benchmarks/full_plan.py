@@ -78,6 +78,7 @@ from shoulders.models.elmo import ELMoConfig  # noqa: E402
 from shoulders.models.elmo_task import ContextualEncoder  # noqa: E402
 from shoulders.models.cw import CWConfig  # noqa: E402
 from shoulders.models.fasttext import FastTextConfig, SubwordConfig  # noqa: E402
+from shoulders.models.gpt import GPTModel  # noqa: E402
 from shoulders.models.glove import GloVeConfig  # noqa: E402
 from shoulders.models.lbl import LBLConfig  # noqa: E402
 from shoulders.models.nnlm import NNLMConfig  # noqa: E402
@@ -88,6 +89,8 @@ from shoulders.models.word2vec import Word2VecConfig  # noqa: E402
 from shoulders.recipes.bert import BertPretrainingConfig  # noqa: E402
 from shoulders.recipes.elmo import ELMoTaskConfig  # noqa: E402
 from shoulders.recipes.finetune import BertFinetuningConfig  # noqa: E402
+from shoulders.recipes.gpt import CharGPTConfig, GPTPretrainingConfig  # noqa: E402
+from shoulders.recipes.gpt_transfer import AuxiliaryLM, GPTFinetuningConfig  # noqa: E402
 from shoulders.recipes.ulmfit import ULMFiTConfig  # noqa: E402
 from shoulders.text.bert_inputs import IGNORE  # noqa: E402
 from shoulders.train.loop import call_model, split_output  # noqa: E402
@@ -129,6 +132,15 @@ FINETUNE_TASKS = {  # name: (head, examples, mean padded length, runs, note)
     "SQuAD v1.1": ("span", 10_906, 196, 2, "8,466 questions of 3/4 of the dev articles, 10,906 windows of <= 256"),
     "Balanced COPA": ("choice", 500, 23, 2, "500 items x 2 choices"),
 }
+# chapter 13's tasks: training examples (the cpu/full presets' SST-2 sentences, SNLI dev pairs, COPA items) and a
+# mean padded length in byte-level BPE tokens of WikiText-2 (8,000 entries), start/delimiter/extract included
+GPT_TASKS = {  # name: (head, classes, examples, mean padded length, note)
+    "SST-2": ("cls", 2, SST_SENTENCES, 28, "6,920 sentences"),
+    "SNLI": ("cls", 3, 9_842, 32, "the 9,842 labelled dev pairs"),
+    "Balanced COPA": ("choice", 2, 500, 20, "500 items x 2 choices"),
+}
+WIKITEXT2_BPE = 2_699_509  # WikiText-2 train in the 8,000-entry byte-level BPE of chapter 13 (measured)
+TINY_SHAKESPEARE_TRAIN = 1_003_854  # characters: the first 90% of Tiny Shakespeare
 # chapter 10's tasks, measured with the chapter's word tokenizer and batches of 32 (length-sorted within pools of
 # 50 batches): (head, classes, training examples, mean padded length in words, note)
 ELMO_TASKS = {
@@ -401,6 +413,15 @@ def _ulmfit_batch(B: int, T: int, vocab: int) -> dict[str, torch.Tensor]:
     return {"input_ids": torch.randint(1, vocab, (B, T), generator=g), "labels": torch.randint(0, 2, (B,), generator=g)}
 
 
+def _gpt_task_batch(head: str, classes: int, vocab: int, B: int, T: int) -> dict[str, torch.Tensor]:
+    """A GPT fine-tuning batch: ``B`` transformed inputs of ``T`` tokens (``B`` x 2 choices for COPA), no padding."""
+    g = torch.Generator().manual_seed(1)
+    shape = (B, 2, T) if head == "choice" else (B, T)
+    ids = torch.randint(0, vocab, shape, generator=g)
+    return {"input_ids": ids, "attention_mask": torch.ones(shape, dtype=torch.bool),
+            "labels": torch.randint(0, classes, (B,), generator=g)}
+
+
 def _bert_head(head: str, encoder: nn.Module) -> nn.Module:
     if head == "cls":
         return heads.SequenceClassifier(encoder, 2)
@@ -537,6 +558,37 @@ def runs(tiny: bool = False) -> list[Run]:
                    f"{c.steps * c.batch_size / MULTI30K_TRAIN:.0f} epochs of Multi30k's {MULTI30K_TRAIN:,} pairs, "
                    f"padded to 13 + 18", "transformer",
                    lambda m, c=c: torch.optim.Adam(m.parameters(), lr=c.lr, betas=c.betas, eps=c.adam_eps), c))
+    # chapter 13: the GPT giant (fit, AdamW, cosine), fine-tuning with L2 + λ L1, the character-level GPT
+    p = GPTPretrainingConfig.preset(scale)
+    per = p.batch_size * p.max_len
+    out.append(Run(13, "GPT LM pre-training", p.build, batch_of(p), p.steps, per, "tokens",
+                   _epochs(p.steps * per, WIKITEXT2_BPE, "WikiText-2 train's BPE tokens")
+                   + f", {p.batch_size} x {p.max_len}", "transformer", _adamw(p.lr, p.weight_decay), p))
+    f = GPTFinetuningConfig.preset(scale)
+    for task, (head, classes, n, T, note) in GPT_TASKS.items():
+        n = min(n, {"SST-2": f.sst2_train, "SNLI": f.snli_train, "Balanced COPA": f.copa_train}[task] or n)
+        T = min(T, f.max_len)
+        B, Tb = (2, min(T, 8)) if tiny else (f.batch_size, T)
+        n_runs = (3 * f.sst2_seeds + len(f.transfer_layers)) if task == "SST-2" else (
+            2 * f.copa_seeds if head == "choice" else 2)
+
+        def gpt_head(head: str = head, classes: int = classes, f: GPTFinetuningConfig = f,
+                     p: GPTPretrainingConfig = p) -> nn.Module:
+            enc = GPTModel(p.model_config(p.vocab_size))
+            inner = heads.MultipleChoice(enc) if head == "choice" else heads.SequenceClassifier(enc, classes)
+            return AuxiliaryLM(inner, f.lam)
+
+        out.append(Run(13, f"fine-tune {task} (L2 + λ L1)", gpt_head,
+                       lambda head=head, classes=classes, B=B, Tb=Tb, p=p: _gpt_task_batch(head, classes,
+                                                                                           p.vocab_size, B, Tb),
+                       f.steps_for(n), f.batch_size * T * (2 if head == "choice" else 1), "tokens",
+                       f"{f.epochs:g} epochs: {note}; {f.batch_size} x {T}", "transformer",
+                       _adamw(f.lr, f.weight_decay), f, runs=n_runs))
+    c = CharGPTConfig.preset(scale)
+    per = c.batch_size * c.max_len
+    out.append(Run(13, "character-level GPT, Tiny Shakespeare", c.build, batch_of(c), c.steps, per, "characters",
+                   _epochs(c.steps * per, TINY_SHAKESPEARE_TRAIN, "Tiny Shakespeare's first 90%")
+                   + f", {c.batch_size} x {c.max_len}", "transformer", _adamw(c.lr, c.weight_decay), c))
     # chapter 14: pre-training, then the five tasks (fit, AdamW)
     p = BertPretrainingConfig.preset(scale)
     per = p.batch_size * p.max_len

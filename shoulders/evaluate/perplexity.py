@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import torch
 
-__all__ = ["fit_interpolation", "interpolate", "interpolated_perplexity", "perplexity", "token_logprobs"]
+__all__ = ["fit_interpolation", "interpolate", "interpolated_perplexity", "perplexity", "sliding_window_nll",
+           "token_logprobs"]
 
 
 @torch.no_grad()
@@ -78,6 +79,54 @@ def token_logprobs(model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor,
         out.append(lp.reshape(-1).double().cpu())
     model.train(was_training)
     return torch.cat(out).numpy() if out else np.zeros(0)
+
+
+@torch.no_grad()
+def sliding_window_nll(model: torch.nn.Module, ids: torch.Tensor, window: int, stride: int | None = None,
+                       batch_size: int = 16, device: torch.device | str | None = None) -> tuple[float, int]:
+    """Total negative log-likelihood (nats) of ``ids[1:]`` under a fixed-context LM, and how many tokens that is.
+
+    A Transformer LM sees at most ``window`` tokens. Cutting the text into disjoint windows would score each
+    window's first tokens with almost no context; instead windows start every ``stride`` tokens and each scores
+    only the targets the previous window did not, so every target after the first window has at least
+    ``window - stride`` tokens of context (``stride = window // 2`` by default; ``stride = window`` is the disjoint
+    cut, ``stride = 1`` the exact but slow one-prediction-per-window). ``model.logits(x)`` gives ``(B, T, |V|)``.
+    ``ids[0]`` is context only: put a separator there (e.g. ``<|endoftext|>``) to score every token of a text.
+    Perplexity per token is ``exp(nll / count)``; per word, ``exp(nll / words)`` for the words the text holds.
+    """
+    ids = torch.as_tensor(ids, dtype=torch.long).flatten()
+    stride = window // 2 if stride is None else int(stride)
+    if window < 1 or not 1 <= stride <= window:
+        raise ValueError(f"need window >= 1 and 1 <= stride <= window, got window={window}, stride={stride}")
+    n = ids.numel() - 1  # targets ids[1:], target i is ids[i + 1] after ids[: i + 1]
+    if n < 1:
+        raise ValueError("sliding_window_nll needs at least two ids (one context, one target)")
+    was_training = model.training
+    model.eval()
+    dev = torch.device(device) if device is not None else next(model.parameters()).device
+    jobs, start, covered = [], 0, 0  # (start, length, first scored offset) per window
+    while True:
+        length = min(window, n - start)
+        jobs.append((start, length, covered - start))
+        covered = start + length
+        if covered >= n:
+            break
+        start += stride
+    total = 0.0
+    try:
+        for length in sorted({j[1] for j in jobs}, reverse=True):
+            same = [j for j in jobs if j[1] == length]
+            for b in range(0, len(same), batch_size):
+                part = same[b:b + batch_size]
+                x = torch.stack([ids[s: s + length] for s, _, _ in part]).to(dev)  # (B, T)
+                y = torch.stack([ids[s + 1: s + 1 + length] for s, _, _ in part]).to(dev)  # (B, T)
+                lp = model.logits(x).float().log_softmax(-1).gather(-1, y[..., None]).squeeze(-1)  # (B, T)
+                keep = torch.arange(length, device=dev)[None, :] >= torch.tensor([j0 for _, _, j0 in part],
+                                                                                  device=dev)[:, None]
+                total -= float(lp[keep].double().sum())
+    finally:
+        model.train(was_training)
+    return total, n
 
 
 def _pair(logp_a, logp_b) -> tuple[np.ndarray, np.ndarray]:

@@ -17,9 +17,10 @@ from ..config import Config
 from ..data.entry import Dataset
 from ..models.glove import GloVeConfig
 from ..models.awd_lstm import AWDLSTMConfig
-from ..recipes import awd_lstm, bert, elmo, word_vectors
+from ..recipes import awd_lstm, bert, elmo, gpt, word_vectors
 from ..recipes.artefact import Artefact
 from ..models.elmo import ELMoConfig
+from ..text.bpe import ByteLevelBPE
 from ..text.vocab import Vocab
 from ..text.wordpiece import WordPiece
 
@@ -114,7 +115,20 @@ AWD_LSTM = Giant(
     minutes={"smoke": 1, "cpu": 45, "full": 30},
 )
 
-_CATALOGUE: dict[str, Giant] = {g.name: g for g in (BERT, GLOVE, ELMO, AWD_LSTM)}
+GPT = Giant(
+    name="gpt",
+    title="GPT: a decoder-only Transformer LM pre-trained on WikiText-2 with byte-level BPE (Radford et al. 2018)",
+    chapter="13 (GPT)",
+    config=gpt.GPTPretrainingConfig,
+    train=gpt.train_giant,
+    build=gpt.build,
+    tokenizer=ByteLevelBPE,
+    tokenizer_file="vocab.json",  # merges.txt beside it
+    data=("wikitext-2",),
+    minutes={"smoke": 1, "cpu": 45, "full": 60},
+)
+
+_CATALOGUE: dict[str, Giant] = {g.name: g for g in (BERT, GLOVE, ELMO, AWD_LSTM, GPT)}
 CATALOGUE: Mapping[str, Giant] = MappingProxyType(_CATALOGUE)
 """Every giant of the book by name (read-only; :func:`register` adds one)."""
 

@@ -233,6 +233,33 @@ class GPTModel(nn.Module):
             pooled = h[torch.arange(B, device=h.device), last_real_index(attention_mask)]  # (B, d)
         return GPTOutput(h, pooled, weights)
 
+    def token_logprobs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                       hidden: torch.Tensor | None = None) -> torch.Tensor:
+        """``(B, T - 1)``: log P(x_t | x_<t) for t = 1 .. T-1 of every row (0 where x_t is padding).
+
+        Zero-shot scoring compares sums of these (GPT-1 §5 "Zero-shot behaviours", GPT-2 §3); ``hidden`` (B, T, d)
+        from a forward pass on the same ids skips the stack. The output layer is W_e (tied), which this module
+        holds, so a task head around a :class:`GPTModel` can compute GPT's auxiliary LM loss without the LM head."""
+        if hidden is None:
+            hidden = self(input_ids, attention_mask=attention_mask).hidden  # (B, T, d)
+        elif hidden.shape[:2] != input_ids.shape:
+            raise ValueError(f"hidden {tuple(hidden.shape)} does not fit input_ids {tuple(input_ids.shape)}")
+        logp = F.linear(hidden[:, :-1], self.W_e.weight).float().log_softmax(dim=-1)  # (B, T-1, V): positions 1..T-1
+        out = logp.gather(-1, input_ids[:, 1:, None]).squeeze(-1)  # (B, T-1)
+        if attention_mask is not None:
+            out = out * attention_mask[:, 1:].to(out.dtype)
+        return out
+
+    def lm_loss(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                hidden: torch.Tensor | None = None) -> torch.Tensor:
+        """-L_1 / N over the real tokens of a (padded) batch: the mean next-token NLL, a scalar.
+
+        The auxiliary objective of fine-tuning, L_3 = L_2 + λ L_1 (GPT-1 eq. 5): pass the ``hidden`` states
+        (B, T, d) the task head's :class:`GPTModel` forward already computed, so the stack runs once."""
+        lp = self.token_logprobs(input_ids, attention_mask, hidden)  # (B, T-1)
+        n = lp.numel() if attention_mask is None else attention_mask[:, 1:].sum()
+        return -lp.sum() / max(int(n), 1)
+
 
 class GPTLMHeadModel(nn.Module):
     """GPT with its language-modelling output layer: P(u) = softmax(h_n W_e^T) (GPT-1 eq. 2), W_e tied, no bias."""
@@ -260,29 +287,13 @@ class GPTLMHeadModel(nn.Module):
 
     def token_logprobs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                        hidden: torch.Tensor | None = None) -> torch.Tensor:
-        """``(B, T - 1)``: log P(x_t | x_<t) for t = 1 .. T-1 of every row (0 where x_t is padding).
-
-        Zero-shot scoring compares sums of these (GPT-1 §5 "Zero-shot behaviours", GPT-2 §3); ``hidden`` (B, T, d)
-        from a :class:`GPTModel` forward on the same ids skips the stack."""
-        if hidden is None:
-            hidden = self.transformer(input_ids, attention_mask=attention_mask).hidden  # (B, T, d)
-        elif hidden.shape[:2] != input_ids.shape:
-            raise ValueError(f"hidden {tuple(hidden.shape)} does not fit input_ids {tuple(input_ids.shape)}")
-        logp = self.lm_head(hidden[:, :-1]).float().log_softmax(dim=-1)  # (B, T-1, V): predicts positions 1..T-1
-        out = logp.gather(-1, input_ids[:, 1:, None]).squeeze(-1)  # (B, T-1)
-        if attention_mask is not None:
-            out = out * attention_mask[:, 1:].to(out.dtype)
-        return out
+        """``(B, T - 1)``: log P(x_t | x_<t) (:meth:`GPTModel.token_logprobs`, the output layer being W_e)."""
+        return self.transformer.token_logprobs(input_ids, attention_mask, hidden)
 
     def lm_loss(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 hidden: torch.Tensor | None = None) -> torch.Tensor:
-        """-L_1 / N over the real tokens of a (padded) batch: the mean next-token NLL, a scalar.
-
-        The auxiliary objective of fine-tuning, L_3 = L_2 + λ L_1 (GPT-1 eq. 5): pass the ``hidden`` states
-        (B, T, d) the task head's :class:`GPTModel` forward already computed, so the stack runs once."""
-        lp = self.token_logprobs(input_ids, attention_mask, hidden)  # (B, T-1)
-        n = lp.numel() if attention_mask is None else attention_mask[:, 1:].sum()
-        return -lp.sum() / max(int(n), 1)
+        """-L_1 / N over the real tokens (:meth:`GPTModel.lm_loss`)."""
+        return self.transformer.lm_loss(input_ids, attention_mask, hidden)
 
     def num_parameters(self) -> int:
         """Distinct parameters (the tied output matrix counts once)."""

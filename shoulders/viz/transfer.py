@@ -18,7 +18,7 @@ import numpy as np
 
 from .figure import BookFigure, subplots
 
-__all__ = ["label_budget_figure", "pretraining_steps_figure", "transfer_bars"]
+__all__ = ["label_budget_figure", "pretraining_steps_figure", "score_curves", "transfer_bars"]
 
 ENCODERS = ("from scratch", "pre-trained")
 COLOURS = {"baseline": "#bbbbbb", "from scratch": "#9ecae1", "pre-trained": "#08519c"}
@@ -129,21 +129,54 @@ def pretraining_steps_figure(history: Any, scores: Mapping[int, Any], metric: st
     if logy:
         left.set_yscale("log")
     left.legend(fontsize=7, frameon=False)
-    steps = np.array(sorted(scores), dtype=float)
-    runs = [np.asarray(scores[int(s)], dtype=float) for s in steps]
-    right.plot(steps, [r.mean() for r in runs], "o-", color=COLOURS["pre-trained"], ms=4, label="fine-tuned")
-    right.fill_between(steps, [r.min() for r in runs], [r.max() for r in runs], color=COLOURS["pre-trained"],
-                       alpha=0.2, lw=0)
-    if control is not None:
-        c = np.asarray(control, dtype=float)
-        right.axhline(float(c.mean()), color=COLOURS["from scratch"], ls=":", lw=1.5, label=control_label)
-        right.axhspan(float(c.min()), float(c.max()), color=COLOURS["from scratch"], alpha=0.2, lw=0)
-    right.axhline(float(baseline), color=COLOURS["baseline"], ls="--", lw=1, label="label-blind")
-    right.set_ylabel(metric, fontsize=8)
-    right.legend(fontsize=7, frameon=False)
+    _score_panel(right, scores, metric, baseline, control=control, control_label=control_label)
     for ax in (left, right):
         ax.set_xlabel(f"pre-training steps (0: {zero})", fontsize=8)
         ax.tick_params(labelsize=7)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def _score_panel(ax: Any, scores: Mapping[Any, Any], metric: str, baseline: float | None, *,
+                 series_label: str = "fine-tuned", control: Any = None, control_label: str = "from scratch",
+                 baseline_label: str = "label-blind") -> None:
+    """A score against x (``scores``: {x: one score per seed}): the mean, the band from the lowest to the highest
+    seed, an optional ``control`` (dotted line and band) and the ``baseline`` (dashed)."""
+    xs = np.array(sorted(scores), dtype=float)
+    runs = [np.asarray(scores[x], dtype=float).ravel() for x in sorted(scores)]
+    ax.plot(xs, [r.mean() for r in runs], "o-", color=COLOURS["pre-trained"], ms=4, label=series_label)
+    ax.fill_between(xs, [r.min() for r in runs], [r.max() for r in runs], color=COLOURS["pre-trained"], alpha=0.2,
+                    lw=0)
+    if control is not None:
+        c = np.asarray(control, dtype=float)
+        ax.axhline(float(c.mean()), color=COLOURS["from scratch"], ls=":", lw=1.5, label=control_label)
+        ax.axhspan(float(c.min()), float(c.max()), color=COLOURS["from scratch"], alpha=0.2, lw=0)
+    if baseline is not None:
+        ax.axhline(float(baseline), color=COLOURS["baseline"], ls="--", lw=1, label=baseline_label)
+    ax.set_ylabel(metric, fontsize=8)
+    ax.legend(fontsize=7, frameon=False)
+    ax.tick_params(labelsize=7)
+
+
+def score_curves(panels: Mapping[str, Mapping[Any, Any]], xlabel: str, metric: str, baselines: Mapping[str, float],
+                 title: str = "", *, series_label: str = "pre-trained", control: Mapping[str, Any] | None = None,
+                 control_label: str = "from scratch", baseline_label: str = "label-blind") -> BookFigure:
+    """One panel per task: a score against some quantity x (transferred layers, pre-training steps, ...) --
+    ``panels``: {task: {x: one score per seed}}, ``baselines``: {task: the label-blind score}, ``control``:
+    {task: scores per seed of the control, drawn across the panel}. GPT's Figure 2 in small (chapter 13)."""
+    if not panels:
+        raise ValueError("score_curves needs at least one panel")
+    fig, axes = subplots(1, len(panels), figsize=(4.0 * len(panels), 2.8))
+    axes = np.atleast_1d(axes)
+    for ax, (task, scores) in zip(axes, panels.items()):
+        if not scores:
+            raise ValueError(f"panel {task!r} has no scores")
+        _score_panel(ax, scores, metric, baselines.get(task), series_label=series_label,
+                     control=None if control is None else control.get(task), control_label=control_label,
+                     baseline_label=baseline_label)
+        ax.set_title(task, fontsize=8)
+        ax.set_xlabel(xlabel, fontsize=8)
     if title:
         fig.suptitle(title, fontsize=9)
     return fig
