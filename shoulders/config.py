@@ -13,6 +13,7 @@ lists them.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
 
 from ._scale import SCALES, check_scale, scale
@@ -53,14 +54,18 @@ class Config:
         missing = [s for s in SCALES if s not in cls.presets]
         if missing:
             raise ConfigError(f"{cls.__name__} has no preset for scale(s) {missing}")
-        values = {**cls.presets[name], **overrides}
+        cfg = cls.from_fields({**cls.presets[name], **overrides})
+        cfg.scale = name
+        return cfg
+
+    @classmethod
+    def from_fields(cls: type[C], values: Mapping[str, Any]) -> C:
+        """``cls(**values)``, with an error naming every key that is not a field (and the fields there are)."""
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - fields)
         if unknown:
             raise ConfigError(f"{cls.__name__} has no field(s) {unknown}; its fields are {sorted(fields)}")
-        cfg = cls(**values)
-        cfg.scale = name
-        return cfg
+        return cls(**values)
 
     def replace(self: C, **changes: Any) -> C:
         """A copy with some fields changed (unknown fields are an error)."""

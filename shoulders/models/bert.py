@@ -88,12 +88,7 @@ class BertConfig(Config):
     @classmethod
     def named(cls, size: str, **overrides: Any) -> "BertConfig":
         """The Turc et al. 2019 size ``size`` ("tiny", "mini", "small", "medium"), with ``overrides`` applied."""
-        values = {**_size(size), **overrides}
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - fields)
-        if unknown:
-            raise ConfigError(f"{cls.__name__} has no field(s) {unknown}; its fields are {sorted(fields)}")
-        return cls(**values)
+        return cls.from_fields({**_size(size), **overrides})
 
     def validate(self) -> None:
         sizes = dict(vocab_size=self.vocab_size, d_model=self.d_model, n_layers=self.n_layers, d_ff=self.d_ff,

@@ -16,13 +16,13 @@ away for a reader with internet access::
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
 import torch
 
 from ..config import ConfigError
+from .hf_files import read_config, read_weights, write_folder
 from .bert import BertConfig, BertForPreTraining, BertModel
 
 __all__ = ["LoadResult", "config_from_hf", "from_pretrained", "hf_config", "load_hf_state_dict", "save_pretrained",
@@ -183,18 +183,6 @@ def load_hf_state_dict(model: Model, state_dict: Mapping[str, torch.Tensor], str
     return LoadResult(missing, unexpected)
 
 
-def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
-    if (folder / "model.safetensors").exists():
-        from safetensors.torch import load_file
-
-        return load_file(str(folder / "model.safetensors"))
-    if (folder / "pytorch_model.bin").exists():
-        return torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    if (folder / "model.safetensors.index.json").exists() or (folder / "pytorch_model.bin.index.json").exists():
-        raise FileNotFoundError(f"{folder} holds a sharded checkpoint; only single-file BERT checkpoints are read")
-    raise FileNotFoundError(f"{folder} has no model.safetensors or pytorch_model.bin")
-
-
 def from_pretrained(folder: str | Path, pretraining: bool | None = None, strict: bool = True) -> Model:
     """Our model from a local Hugging Face folder (``config.json`` + ``model.safetensors`` or ``pytorch_model.bin``).
 
@@ -203,10 +191,8 @@ def from_pretrained(folder: str | Path, pretraining: bool | None = None, strict:
     the heads). The model is returned in eval mode, as ``transformers`` does.
     """
     folder = Path(folder)
-    if not (folder / "config.json").exists():
-        raise FileNotFoundError(f"{folder} has no config.json (is it a Hugging Face model folder?)")
-    cfg = config_from_hf(json.loads((folder / "config.json").read_text(encoding="utf-8")))
-    weights = _read_weights(folder)
+    cfg = config_from_hf(read_config(folder))
+    weights = read_weights(folder, "BERT")
     has_heads = any(k.startswith("cls.") for k in weights)
     if pretraining is None:
         pretraining = has_heads
@@ -220,14 +206,8 @@ def from_pretrained(folder: str | Path, pretraining: bool | None = None, strict:
 def save_pretrained(model: Model, folder: str | Path) -> Path:
     """Write ``config.json`` + ``model.safetensors`` that ``transformers.BertModel.from_pretrained(folder)`` (or
     ``BertForPreTraining``, for a pre-training model) and :func:`from_pretrained` read. Returns the folder."""
-    from safetensors.torch import save_file
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     arch = "BertForPreTraining" if isinstance(model, BertForPreTraining) else "BertModel"
     config = {"architectures": [arch], "model_type": "bert", **hf_config(model.cfg),
               "position_embedding_type": "absolute", "tie_word_embeddings": True}
-    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    state = {k: v.contiguous() for k, v in to_hf_state_dict(model).items() if k not in _ALIASES}  # no shared tensors
-    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    return folder
+    state = {k: v for k, v in to_hf_state_dict(model).items() if k not in _ALIASES}  # no shared tensors
+    return write_folder(folder, config, state)

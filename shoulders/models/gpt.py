@@ -97,12 +97,7 @@ class GPTConfig(Config):
     def named(cls, size: str, **overrides: Any) -> "GPTConfig":
         """A published size -- "gpt1" (post-LN, GELU, 512 positions, 40,478 tokens), "gpt2" (GPT-2 small: pre-LN,
         tanh GELU, 1,024 positions, 50,257 tokens), "gpt2-medium", "gpt2-large", "gpt2-xl" -- with ``overrides``."""
-        values = {**_size(size), **overrides}
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - fields)
-        if unknown:
-            raise ConfigError(f"{cls.__name__} has no field(s) {unknown}; its fields are {sorted(fields)}")
-        return cls(**values)
+        return cls.from_fields({**_size(size), **overrides})
 
     def validate(self) -> None:
         sizes = dict(vocab_size=self.vocab_size, d_model=self.d_model, n_layers=self.n_layers, d_ff=self.d_ff,

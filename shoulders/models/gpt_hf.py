@@ -26,7 +26,6 @@ no ``GPT2`` equivalent: exporting one raises :class:`ConfigError`. :func:`save_p
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
@@ -34,6 +33,7 @@ import torch
 
 from ..config import ConfigError
 from .gpt import GPTConfig, GPTLMHeadModel, GPTModel
+from .hf_files import read_config, read_weights, write_folder
 
 __all__ = ["LoadResult", "config_from_hf", "from_pretrained", "hf_config", "load_hf_state_dict", "save_pretrained",
            "to_hf_state_dict"]
@@ -195,28 +195,14 @@ def load_hf_state_dict(model: Model, state_dict: Mapping[str, torch.Tensor], str
     return LoadResult(missing, unexpected)
 
 
-def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
-    if (folder / "model.safetensors").exists():
-        from safetensors.torch import load_file
-
-        return load_file(str(folder / "model.safetensors"))
-    if (folder / "pytorch_model.bin").exists():
-        return torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    if (folder / "model.safetensors.index.json").exists() or (folder / "pytorch_model.bin.index.json").exists():
-        raise FileNotFoundError(f"{folder} holds a sharded checkpoint; only single-file GPT-2 checkpoints are read")
-    raise FileNotFoundError(f"{folder} has no model.safetensors or pytorch_model.bin")
-
-
 def from_pretrained(folder: str | Path, strict: bool = True) -> GPTLMHeadModel:
     """Our :class:`GPTLMHeadModel` from a local Hugging Face GPT-2 folder (``config.json`` + ``model.safetensors``
     or ``pytorch_model.bin``; a ``GPT2Model`` folder too, since the output layer is the tied W_e), in eval mode as
     ``transformers`` returns it."""
     folder = Path(folder)
-    if not (folder / "config.json").exists():
-        raise FileNotFoundError(f"{folder} has no config.json (is it a Hugging Face model folder?)")
-    cfg = config_from_hf(json.loads((folder / "config.json").read_text(encoding="utf-8")))
+    cfg = config_from_hf(read_config(folder))
     model = GPTLMHeadModel(cfg)
-    load_hf_state_dict(model, _read_weights(folder), strict=strict)
+    load_hf_state_dict(model, read_weights(folder, "GPT-2"), strict=strict)
     return model.eval()
 
 
@@ -224,14 +210,7 @@ def save_pretrained(model: Model, folder: str | Path) -> Path:
     """Write ``config.json`` + ``model.safetensors`` that ``transformers.GPT2LMHeadModel.from_pretrained(folder)``
     (``GPT2Model`` for a :class:`GPTModel`) and :func:`from_pretrained` read. Returns the folder. Post-LN raises
     :class:`ConfigError` before anything is written."""
-    from safetensors.torch import save_file
-
-    cfg = model.cfg
     config = {"architectures": ["GPT2LMHeadModel" if isinstance(model, GPTLMHeadModel) else "GPT2Model"],
-              "model_type": "gpt2", **hf_config(cfg)}
+              "model_type": "gpt2", **hf_config(model.cfg)}
     state = {k: v for k, v in to_hf_state_dict(model).items() if k != "lm_head.weight"}  # no shared tensors
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    return folder
+    return write_folder(folder, config, state)

@@ -19,14 +19,13 @@ from typing import Any, ClassVar
 
 import torch
 
-from .._lock import exclusive
 from ..config import Config, ConfigError, check_snapshots
-from ..data import cache_root
 from ..data.corpora import wikitext_documents
 from ..models.bert import BertConfig, BertForPreTraining
 from ..text.bert_inputs import IGNORE, collate, pack
 from ..text.masking import mask_tokens
 from ..text.nsp_pairs import nsp_pairs
+from ..text.tokenizer_cache import learned_once
 from ..text.wordpiece import WordPiece
 from ..train.callbacks import Callback, Snapshots
 from ..train.history import History
@@ -294,16 +293,9 @@ def wikitext_for_bert(cfg: BertPretrainingConfig, tok: WordPiece | None = None,
     valid_docs = wikitext_documents("valid")
     seconds = {"wordpiece": 0.0}
     if tok is None:
-        folder = cache_root() / "tokenizers" / f"wordpiece-wikitext2-{cfg.vocab_size}-{cfg.max_documents or 'all'}"
-        with exclusive(folder.with_suffix(".lock"), wait_message=f"waiting for another process to learn {folder.name}"):
-            if (folder / "vocab.txt").exists():
-                tok = WordPiece.load(folder / "vocab.txt")
-            else:
-                t0 = time.perf_counter()
-                tok = WordPiece.train((s for d in train_docs for s in d), vocab_size=cfg.vocab_size,
-                                      progress=progress)
-                seconds["wordpiece"] = time.perf_counter() - t0
-                tok.save(folder / "vocab.txt")
+        tok, seconds["wordpiece"] = learned_once(
+            f"wordpiece-wikitext2-{cfg.vocab_size}-{cfg.max_documents or 'all'}", "vocab.txt", WordPiece.load,
+            lambda: WordPiece.train((s for d in train_docs for s in d), vocab_size=cfg.vocab_size, progress=progress))
     t0 = time.perf_counter()
     train = [[tok.encode(s) for s in d] for d in train_docs]
     valid = [[tok.encode(s) for s in d] for d in valid_docs]

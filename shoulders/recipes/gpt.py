@@ -24,14 +24,13 @@ from typing import Any, ClassVar
 
 import torch
 
-from .._lock import exclusive
 from ..config import Config, ConfigError, check_snapshots
-from ..data import cache_root
 from ..data.corpora import wikitext2
 from ..evaluate.perplexity import perplexity, sliding_window_nll
 from ..models.gpt import GPTConfig, GPTLMHeadModel
 from ..text.bpe import ByteLevelBPE
 from ..text.gpt_inputs import SPECIALS, lm_text
+from ..text.tokenizer_cache import learned_once
 from ..train.callbacks import Snapshots
 from ..train.loop import fit
 from ..train.optimizers import adamw
@@ -40,6 +39,12 @@ from .artefact import Artefact
 
 __all__ = ["CharGPT", "CharGPTConfig", "ChunkBatches", "GPTPretrainingConfig", "WikiTextForGPT", "build",
            "perplexity_per_word", "train_char_gpt", "train_giant", "wikitext_for_gpt", "wikitext_lines_text"]
+
+
+def random_windows(vocab_size: int, batch_size: int, T: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(x, y)``, each ``(batch_size, T)``: random ids and the same shifted by one (a config's example batch)."""
+    ids = torch.randint(0, vocab_size, (batch_size, T + 1), generator=torch.Generator().manual_seed(0))
+    return ids[:, :-1], ids[:, 1:]
 
 
 @dataclasses.dataclass
@@ -104,15 +109,11 @@ class GPTPretrainingConfig(Config):
         return GPTLMHeadModel(self.model_config(self.vocab_size))
 
     def example_batch(self, batch_size: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
-        g = torch.Generator().manual_seed(0)
-        ids = torch.randint(0, self.vocab_size, (batch_size, min(12, self.max_len) + 1), generator=g)
-        return ids[:, :-1], ids[:, 1:]
+        return random_windows(self.vocab_size, batch_size, min(12, self.max_len))
 
     def step_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         """A random batch with the exact shapes of one pre-training step: ``batch_size`` windows of ``max_len``."""
-        g = torch.Generator().manual_seed(0)
-        ids = torch.randint(0, self.vocab_size, (self.batch_size, self.max_len + 1), generator=g)
-        return ids[:, :-1], ids[:, 1:]
+        return random_windows(self.vocab_size, self.batch_size, self.max_len)
 
 
 class ChunkBatches:
@@ -171,18 +172,13 @@ def wikitext_for_gpt(cfg: GPTPretrainingConfig, tok: ByteLevelBPE | None = None,
     seconds = {"bpe": 0.0}
     train_text, _ = wikitext_lines_text("train", cfg.train_lines)
     if tok is None:
-        folder = cache_root() / "tokenizers" / f"bpe-wikitext2-{cfg.vocab_size}-{cfg.bpe_lines or 'all'}"
-        with exclusive(folder.with_suffix(".lock"), wait_message=f"waiting for another process to learn {folder.name}"):
-            if (folder / "vocab.json").exists():
-                tok = ByteLevelBPE.load(folder / "vocab.json")
-            else:
-                t0 = time.perf_counter()
-                bpe_text = train_text if cfg.bpe_lines == cfg.train_lines else wikitext_lines_text(
-                    "train", cfg.bpe_lines)[0]
-                tok = ByteLevelBPE.train(bpe_text.splitlines(keepends=True), vocab_size=cfg.vocab_size,
-                                         special_tokens=SPECIALS, progress=progress)
-                seconds["bpe"] = time.perf_counter() - t0
-                tok.save(folder / "vocab.json")
+        def learn() -> ByteLevelBPE:
+            text = train_text if cfg.bpe_lines == cfg.train_lines else wikitext_lines_text("train", cfg.bpe_lines)[0]
+            return ByteLevelBPE.train(text.splitlines(keepends=True), vocab_size=cfg.vocab_size,
+                                      special_tokens=SPECIALS, progress=progress)
+
+        tok, seconds["bpe"] = learned_once(f"bpe-wikitext2-{cfg.vocab_size}-{cfg.bpe_lines or 'all'}", "vocab.json",
+                                           ByteLevelBPE.load, learn)
     t0 = time.perf_counter()
     valid_text, valid_words = wikitext_lines_text("valid", cfg.valid_lines)
     train = torch.tensor(tok.encode(train_text), dtype=torch.long)
@@ -287,15 +283,11 @@ class CharGPTConfig(Config):
         return GPTLMHeadModel(self.model_config(self.vocab_size))
 
     def example_batch(self, batch_size: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
-        g = torch.Generator().manual_seed(0)
-        ids = torch.randint(0, self.vocab_size, (batch_size, min(12, self.max_len) + 1), generator=g)
-        return ids[:, :-1], ids[:, 1:]
+        return random_windows(self.vocab_size, batch_size, min(12, self.max_len))
 
     def step_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         """A random batch with the shapes of one training step: ``batch_size`` windows of ``max_len`` characters."""
-        g = torch.Generator().manual_seed(0)
-        ids = torch.randint(0, self.vocab_size, (self.batch_size, self.max_len + 1), generator=g)
-        return ids[:, :-1], ids[:, 1:]
+        return random_windows(self.vocab_size, self.batch_size, self.max_len)
 
 
 @dataclasses.dataclass

@@ -59,7 +59,7 @@ import regex
 from .._atomic import write_text_atomic
 from .vocab import VocabFileError
 
-__all__ = ["PATTERN", "ByteLevelBPE", "bytes_to_unicode"]
+__all__ = ["PATTERN", "ByteLevelBPE", "bytes_to_unicode", "merge_pair"]
 
 PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 """GPT-2's pre-tokenisation pattern (``encoder.py``): contractions, letters, numbers, other characters (each with
@@ -108,6 +108,20 @@ def _utf8(text: str) -> bytes:
         bad = text[err.start:err.end]
         raise ValueError(f"the text holds the lone surrogate {bad!r}: it is not Unicode text and has no UTF-8 "
                          "bytes to encode") from None
+
+
+def merge_pair(ids: Sequence[int], a: int, b: int, merged: int) -> list[int]:
+    """``ids`` with every occurrence of the pair ``(a, b)`` replaced by ``merged``, left to right and without
+    overlap (``a a a`` with the pair ``(a, a)`` -> ``aa a``): one merge step of BPE (and of WordPiece's trainer)."""
+    new, i, n = [], 0, len(ids)
+    while i < n:
+        if i + 1 < n and ids[i] == a and ids[i + 1] == b:
+            new.append(merged)
+            i += 2
+        else:
+            new.append(ids[i])
+            i += 1
+    return new
 
 
 class ByteLevelBPE:
@@ -280,15 +294,7 @@ class ByteLevelBPE:
                     best, a, b = r, pair[0], pair[1]
             if best is None:
                 break
-            m, new, i, n = best[1], [], 0, len(ids)
-            while i < n:  # every occurrence, left to right ("a a a" -> "aa a")
-                if i + 1 < n and ids[i] == a and ids[i + 1] == b:
-                    new.append(m)
-                    i += 2
-                else:
-                    new.append(ids[i])
-                    i += 1
-            ids = new
+            ids = merge_pair(ids, a, b, best[1])
         return tuple(ids)
 
     def encode(self, text: str) -> list[int]:
@@ -518,14 +524,7 @@ def _learn_merges(tokens: list[str], stoi: dict[str, int], words: list[list[int]
         delta: dict[tuple[int, int], int] = defaultdict(int)
         for wi in where.pop(p):
             w, f = words[wi], freqs[wi]
-            new, i, k = [], 0, len(w)
-            while i < k:
-                if i + 1 < k and w[i] == a and w[i + 1] == b:
-                    new.append(m)
-                    i += 2
-                else:
-                    new.append(w[i])
-                    i += 1
+            new = merge_pair(w, a, b, m)
             old_pairs, new_pairs = list(zip(w, w[1:])), list(zip(new, new[1:]))
             for q in old_pairs:
                 delta[q] -= f

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from .._atomic import write_text_atomic
+from .bpe import merge_pair
 from .vocab import Vocab, VocabFileError
 
 __all__ = ["WordPiece"]
@@ -528,15 +529,8 @@ def _learn_merges(tokens: list[str], stoi: dict[str, int], words: list[list[int]
         delta: Counter = Counter()
         for wi in where.pop(p):
             w, f = words[wi], freqs[wi]
-            new, i, n, k = [], 0, len(w), 0
-            while i < n:
-                if i + 1 < n and w[i] == a and w[i + 1] == b:
-                    new.append(m)
-                    i += 2
-                    k += 1
-                else:
-                    new.append(w[i])
-                    i += 1
+            new = merge_pair(w, a, b, m)
+            k = len(w) - len(new)  # occurrences merged
             old_pairs, new_pairs = list(zip(w, w[1:])), list(zip(new, new[1:]))
             for q in old_pairs:
                 delta[q] -= f
