@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from shoulders.config import ConfigError
+from shoulders.evaluate import linear_probe
 from shoulders.evaluate.perplexity import perplexity, sliding_window_nll
 from shoulders.heads import MultipleChoice, SequenceClassifier
 from shoulders.models.gpt import GPTConfig, GPTLMHeadModel
@@ -264,3 +265,26 @@ def test_char_gpt_learns_a_repetitive_text() -> None:
     assert res.valid_loss < 0.5 * math.log(4)  # far below the uniform guess over a, b, c, d
     with pytest.raises(KeyError, match="alphabet"):
         res.encode("xyz")
+
+
+# ------------------------------------------------------------------------------------------------- linear probe
+def test_linear_probe_reads_a_separable_direction_and_not_noise() -> None:
+    g = torch.Generator().manual_seed(0)
+    x, xt = torch.randn(400, 8, generator=g), torch.randn(200, 8, generator=g)
+    y, yt = (x[:, 3] > 0).long(), (xt[:, 3] > 0).long()
+    assert linear_probe(x, y, xt, yt) > 95.0  # the label is a direction of the features
+    noise = torch.randint(0, 2, (200,), generator=g)
+    assert 35.0 < linear_probe(x, torch.randint(0, 2, (400,), generator=g), xt, noise) < 65.0  # nothing to read
+    with pytest.raises(ValueError, match="one label"):
+        linear_probe(x, y[:10], xt, yt)
+
+
+def test_mean_states_average_each_texts_own_tokens(tok: ByteLevelBPE) -> None:
+    lm = tiny(len(tok))
+    got = gpt_transfer.mean_states(lm.transformer, tok, [" the cat sat on the mat", " a"], batch_size=2)
+    start = tok.token_to_id("<|endoftext|>")
+    for i, text in enumerate([" the cat sat on the mat", " a"]):
+        ids = torch.tensor([[start, *tok.encode(text)]])
+        with torch.no_grad():
+            want = lm.transformer(ids).hidden[0, 1:].mean(0)  # alone, no padding, without the separator
+        assert torch.allclose(got[i], want, atol=1e-5)

@@ -20,11 +20,13 @@ from .accuracy import accuracy, majority_baseline
 from .bleu import bleu
 from .entities import entity_f1
 from .ledger import record
-from .perplexity import perplexity
+from .perplexity import perplexity, sliding_window_nll
+from .probe import linear_probe
 from .squad import squad_em_f1, squad_normalize
 from .words import (GENSIM_TEST_FILES, GROUPS, analogy, gensim_test_file, group_precision, nearest_neighbors,
                     read_analogies, read_similarity, spearman, word_similarity)
 
 __all__ = ["GENSIM_TEST_FILES", "GROUPS", "accuracy", "analogy", "bleu", "entity_f1", "gensim_test_file",
-           "group_precision", "ledger", "majority_baseline", "nearest_neighbors", "perplexity", "read_analogies",
-           "read_similarity", "record", "spearman", "squad_em_f1", "squad_normalize", "word_similarity"]
+           "group_precision", "ledger", "linear_probe", "majority_baseline", "nearest_neighbors", "perplexity",
+           "read_analogies", "read_similarity", "record", "sliding_window_nll", "spearman", "squad_em_f1",
+           "squad_normalize", "word_similarity"]

@@ -31,8 +31,8 @@ from ..models.gpt import GPTConfig, GPTLMHeadModel, GPTModel
 from ..text.bert_inputs import collate
 from .finetune import BertFinetuningConfig
 
-__all__ = ["AuxiliaryLM", "GPTFinetuningConfig", "continuation_logprobs", "transferred", "zero_shot_choice",
-           "zero_shot_sentiment"]
+__all__ = ["AuxiliaryLM", "GPTFinetuningConfig", "continuation_logprobs", "mean_states", "transferred",
+           "zero_shot_choice", "zero_shot_sentiment"]
 
 
 @dataclasses.dataclass
@@ -46,25 +46,29 @@ class GPTFinetuningConfig(BertFinetuningConfig):
     copa_seeds: int = 1
 
     page_presets: ClassVar = {
-        # chapter 13's checks: the LM's per-word validation perplexity must beat the unigram model's; fine-tuned
-        # SST-2 must clear the majority class by this many points; pre-trained must beat from scratch by more than
-        # the seeds' spread (every pre-trained seed above every from-scratch one)
-        "smoke": dict(sst2_over_majority=3.0, beats_spread=False),
-        "cpu": dict(sst2_over_majority=15.0, beats_spread=True),
-        "full": dict(sst2_over_majority=20.0, beats_spread=True),
+        # chapter 13's checks: fine-tuned SST-2 must clear the majority class by this many points; with all labels
+        # the pre-trained mean must beat the from-scratch mean; at the first budget of sst2_budgets every
+        # pre-trained seed must beat every from-scratch seed (measured at cpu, seed 0: all 6,920 labels 78.7 vs
+        # 76.9, 1,000 labels 68.9 vs 63.1); and the linear probe on the giant's frozen states must beat the probe
+        # on an untrained network's (cpu: 61.8 untrained, 64.6 after 800 steps, 67.0 after 2,400; at smoke the
+        # one-minute giant's states are no better than random ones: 58.4 vs 61.2)
+        "smoke": dict(sst2_over_majority=3.0, all_labels_mean=False, few_labels_spread=False, probe_rises=False),
+        "cpu": dict(sst2_over_majority=15.0, all_labels_mean=True, few_labels_spread=True, probe_rises=True),
+        "full": dict(sst2_over_majority=20.0, all_labels_mean=True, few_labels_spread=True, probe_rises=True),
     }
     presets: ClassVar = {
-        "smoke": dict(batch_size=32, lr=1e-3, scratch_lr=1e-3, epochs=2.0, max_steps=100, min_steps=30, max_len=64,
-                      sst2_train=2_000, sst2_seeds=1, snli_train=2_000, copa_train=500, eval_limit=500,
-                      transfer_layers=(0,)),
+        "smoke": dict(batch_size=32, lr=2e-3, scratch_lr=1e-3, epochs=3.0, max_steps=150, min_steps=30, max_len=64,
+                      sst2_train=2_000, sst2_seeds=1, sst2_budgets=(300,), snli_train=2_000, copa_train=500,
+                      eval_limit=500, transfer_layers=(0,)),
         # cpu: a step of 32 SST-2 sentences costs ~0.2 s with the auxiliary LM's 8,000-way softmax over every token
-        # (about half of it), so 1.5 epochs of the 6,920 sentences (325 updates) per run: three seeds of
-        # pre-trained, from scratch and λ = 0, two more transfer depths, SNLI and COPA fit the page's 20 minutes
-        "cpu": dict(batch_size=32, lr=3e-4, scratch_lr=5e-4, epochs=1.5, max_steps=1_500, min_steps=100,
-                    max_len=96, sst2_seeds=3, snli_train=5_000, copa_train=500, transfer_layers=(0, 2),
-                    copa_seeds=3),
+        # (about half of it), so 1.5 epochs (325 updates on all 6,920 sentences) per run. Rates: the best of a
+        # one-seed grid on all labels (measured): pre-trained 3e-4 76.9, 1e-3 78.1, 2e-3 78.7; from scratch 5e-4
+        # 76.9, 1e-3 76.7
+        "cpu": dict(batch_size=32, lr=2e-3, scratch_lr=5e-4, epochs=1.5, max_steps=1_500, min_steps=100,
+                    max_len=96, sst2_seeds=3, sst2_budgets=(1_000,), snli_train=4_000, copa_train=500,
+                    transfer_layers=(0, 2), copa_seeds=1),
         "full": dict(batch_size=32, lr=6.25e-5, scratch_lr=1e-4, epochs=3.0, max_len=256, sst2_seeds=3,
-                     min_steps=100, transfer_layers=(0, 2, 4, 6), copa_seeds=3),
+                     sst2_budgets=(1_000,), min_steps=100, transfer_layers=(0, 2, 4, 6), copa_seeds=3),
     }
 
     def validate(self) -> None:
@@ -178,3 +182,23 @@ def zero_shot_choice(lm: GPTLMHeadModel, tok: Any, contexts: Sequence[str], answ
     score = (lp[:, 0] / lp[:, 1].clamp(min=1)).view(len(contexts), n_choices)
     return 100 * float((score.argmax(-1) == torch.as_tensor(list(labels))).double().mean())
 
+
+@torch.no_grad()
+def mean_states(encoder: GPTModel, tok: Any, texts: Sequence[str], batch_size: int = 128) -> torch.Tensor:
+    """``(N, d)``: each text's top-layer states averaged over its tokens, read after ``<|endoftext|>`` as the LM
+    read its lines -- frozen features for a linear probe (:func:`shoulders.evaluate.linear_probe`)."""
+    start = tok.token_to_id("<|endoftext|>")
+    rows = [[start, *tok.encode(t)][: encoder.cfg.max_len] for t in texts]
+    out = torch.zeros(len(rows), encoder.cfg.d_model)
+    was_training = encoder.training
+    encoder.eval()
+    try:
+        for b in range(0, len(rows), batch_size):
+            batch = collate([{"input_ids": r, "token_type_ids": [0] * len(r)} for r in rows[b: b + batch_size]], start)
+            hidden = encoder(batch["input_ids"], attention_mask=batch["attention_mask"]).hidden  # (B, T, d)
+            keep = batch["attention_mask"].clone()
+            keep[:, 0] = False  # the separator is not part of the text
+            out[b: b + len(hidden)] = (hidden * keep[..., None]).sum(1) / keep.sum(1, keepdim=True).clamp(min=1)
+    finally:
+        encoder.train(was_training)
+    return out
