@@ -47,8 +47,26 @@ def random_windows(vocab_size: int, batch_size: int, T: int) -> tuple[torch.Tens
     return ids[:, :-1], ids[:, 1:]
 
 
+class _WindowLMConfig(Config):
+    """What the two GPT run configs share: a ``model_config(vocab_size)``, and the model and batches built from it
+    (``vocab_size``, ``batch_size``, ``max_len`` are the subclass's fields)."""
+
+    def model_config(self, vocab_size: int) -> GPTConfig:
+        raise NotImplementedError
+
+    def build(self) -> GPTLMHeadModel:
+        return GPTLMHeadModel(self.model_config(self.vocab_size))
+
+    def example_batch(self, batch_size: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+        return random_windows(self.vocab_size, batch_size, min(12, self.max_len))
+
+    def step_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """A random batch with the exact shapes of one training step: ``batch_size`` windows of ``max_len``."""
+        return random_windows(self.vocab_size, self.batch_size, self.max_len)
+
+
 @dataclasses.dataclass
-class GPTPretrainingConfig(Config):
+class GPTPretrainingConfig(_WindowLMConfig):
     """How the GPT giant is pre-trained at each scale: the architecture (:class:`~shoulders.models.gpt.GPTConfig`'s
     fields) and the run."""
 
@@ -105,15 +123,6 @@ class GPTPretrainingConfig(Config):
                          d_ff=self.d_ff, max_len=self.max_len, norm=self.norm, activation=self.activation,
                          dropout=self.dropout, attn_dropout=self.dropout)
 
-    def build(self) -> GPTLMHeadModel:
-        return GPTLMHeadModel(self.model_config(self.vocab_size))
-
-    def example_batch(self, batch_size: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
-        return random_windows(self.vocab_size, batch_size, min(12, self.max_len))
-
-    def step_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """A random batch with the exact shapes of one pre-training step: ``batch_size`` windows of ``max_len``."""
-        return random_windows(self.vocab_size, self.batch_size, self.max_len)
 
 
 class ChunkBatches:
@@ -241,7 +250,7 @@ def train_giant(cfg: GPTPretrainingConfig, *, data: WikiTextForGPT | None = None
 
 
 @dataclasses.dataclass
-class CharGPTConfig(Config):
+class CharGPTConfig(_WindowLMConfig):
     """A small character-level GPT on Tiny Shakespeare (Karpathy 2015): nanoGPT's "shakespeare_char" exercise, whose
     CPU setting (4 layers of 128, 4 heads, context 64, batch 12, 2,000 steps, no dropout) reaches a validation
     loss of about 1.88 nats per character; its GPU setting (6 x 384, context 256, batch 64, 5,000 steps, dropout
@@ -278,16 +287,6 @@ class CharGPTConfig(Config):
         return GPTConfig(vocab_size=vocab_size, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
                          d_ff=4 * self.d_model, max_len=self.max_len, norm="pre", activation="gelu",
                          dropout=self.dropout, attn_dropout=self.dropout)
-
-    def build(self) -> GPTLMHeadModel:
-        return GPTLMHeadModel(self.model_config(self.vocab_size))
-
-    def example_batch(self, batch_size: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
-        return random_windows(self.vocab_size, batch_size, min(12, self.max_len))
-
-    def step_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """A random batch with the shapes of one training step: ``batch_size`` windows of ``max_len`` characters."""
-        return random_windows(self.vocab_size, self.batch_size, self.max_len)
 
 
 @dataclasses.dataclass
