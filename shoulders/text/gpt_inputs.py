@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .bert_inputs import truncate_pair
+from .task_features import COPA_CONNECTIVES
 
 __all__ = ["DELIM", "EXTRACT", "SPECIALS", "START", "choice_features", "classification_features", "copa_texts",
            "lm_text", "transform"]
@@ -95,7 +96,7 @@ def copa_texts(items: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list
     """
     contexts, answers, labels = [], [], []
     for item in items:
-        connective = {"cause": "because", "effect": "so"}[item["question"]]
+        connective = COPA_CONNECTIVES[item["question"]]
         contexts.append(" " + item["premise"].rstrip().rstrip("."))
         answers.append([f" {connective} {alt[0].lower()}{alt[1:].rstrip().rstrip('.')} ."
                         for alt in (item["choice1"], item["choice2"])])

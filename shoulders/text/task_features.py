@@ -27,8 +27,8 @@ import torch
 from .bert_inputs import IGNORE, pack
 
 __all__ = [
-    "SquadExample", "best_span", "choice_features", "classification_features", "span_features", "span_predictions",
-    "split_articles", "squad_examples", "tagging_features", "tagging_predictions",
+    "COPA_CONNECTIVES", "SquadExample", "best_span", "choice_features", "classification_features", "span_features",
+    "span_predictions", "split_articles", "squad_examples", "tagging_features", "tagging_predictions",
 ]
 
 
@@ -380,6 +380,9 @@ def span_predictions(features: Sequence[Mapping[str, Any]], start_logits: Any, e
     return answers
 
 
+COPA_CONNECTIVES = {"cause": "because", "effect": "so"}  # how an alternative continues its premise (ours)
+
+
 def choice_features(tok: Any, copa_items: Sequence[Mapping[str, Any]], max_len: int) -> list[dict[str, Any]]:
     """Two-way multiple choice (BERT's SWAG recipe, §4.4): one ``[CLS] A [SEP] B [SEP]`` per alternative.
 
@@ -392,7 +395,7 @@ def choice_features(tok: Any, copa_items: Sequence[Mapping[str, Any]], max_len: 
     """
     features = []
     for item in copa_items:
-        connective = {"cause": "because", "effect": "so"}[item["question"]]
+        connective = COPA_CONNECTIVES[item["question"]]
         premise = tok.encode(item["premise"])
         choices = []
         for alternative in (item["choice1"], item["choice2"]):
