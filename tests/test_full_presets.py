@@ -23,7 +23,10 @@ from shoulders.models.rnnlm import RecurrentLMConfig
 from shoulders.models.transformer import TransformerConfig
 from shoulders.models.word2vec import Word2VecConfig
 from shoulders.presets import all_configs
+from shoulders.models.xlnet import XLNetConfig
 from shoulders.recipes.bert import BertPretrainingConfig
+from shoulders.recipes.transformer_xl import TransformerXLPretrainingConfig
+from shoulders.recipes.xlnet import XLNetPretrainingConfig
 from shoulders.text.bert_inputs import IGNORE
 
 FULL = [cls for cls in all_configs() if hasattr(cls, "build")]
@@ -32,7 +35,8 @@ FULL = [cls for cls in all_configs() if hasattr(cls, "build")]
 def test_every_buildable_config_is_covered():
     names = {cls.__name__ for cls in FULL}
     assert {"NNLMConfig", "LSTMLMConfig", "Word2VecConfig", "GloVeConfig", "FastTextConfig", "SubwordConfig",
-            "TransformerConfig", "BertPretrainingConfig"} <= names
+            "TransformerConfig", "BertPretrainingConfig", "TransformerXLConfig", "TransformerXLPretrainingConfig",
+            "XLNetConfig", "XLNetPretrainingConfig"} <= names
     assert all(callable(getattr(cls, "step_batch", None)) for cls in FULL)
 
 
@@ -57,6 +61,13 @@ def expected_shapes(cfg):
         return [(cfg.batch_size * per_text,), (cfg.batch_size,), (cfg.batch_size,)]
     if isinstance(cfg, TransformerConfig):
         return [(cfg.batch_size, 13), (cfg.batch_size, 18), (cfg.batch_size, 18)]  # Multi30k's padded lengths
+    if isinstance(cfg, TransformerXLPretrainingConfig):
+        return [(cfg.batch_size, cfg.seg_len)] * 2
+    if isinstance(cfg, (XLNetPretrainingConfig, XLNetConfig)):
+        B, T, P = ((cfg.batch_size, cfg.max_len, cfg.max_len // cfg.predict_k)
+                   if isinstance(cfg, XLNetPretrainingConfig) else (2, 512, 85))
+        return {"input_ids": (B, T), "token_type_ids": (B, T), "attention_mask": (B, T), "perm_mask": (B, T, T),
+                "target_mapping": (B, P, T), "target_ids": (B, P)}
     if isinstance(cfg, BertPretrainingConfig):
         B, T = cfg.batch_size, cfg.max_len
         return {"input_ids": (B, T), "token_type_ids": (B, T), "attention_mask": (B, T), "mlm_labels": (B, T),

@@ -17,7 +17,7 @@ from ..config import Config
 from ..data.entry import Dataset
 from ..models.glove import GloVeConfig
 from ..models.awd_lstm import AWDLSTMConfig
-from ..recipes import awd_lstm, bert, elmo, gpt, word_vectors
+from ..recipes import awd_lstm, bert, elmo, gpt, transformer_xl, word_vectors, xlnet
 from ..recipes.artefact import Artefact
 from ..models.elmo import ELMoConfig
 from ..text.bpe import ByteLevelBPE
@@ -128,7 +128,35 @@ GPT = Giant(
     minutes={"smoke": 1, "cpu": 45, "full": 60},
 )
 
-_CATALOGUE: dict[str, Giant] = {g.name: g for g in (BERT, GLOVE, ELMO, AWD_LSTM, GPT)}
+TRANSFORMER_XL = Giant(
+    name="transformer_xl",
+    title="Transformer-XL: a language model with segment recurrence and relative positions, trained on WikiText-2 "
+          "with GPT's tokens and budget (Dai et al. 2019)",
+    chapter="15 (Transformer-XL and XLNet)",
+    config=transformer_xl.TransformerXLPretrainingConfig,
+    train=transformer_xl.train_giant,
+    build=transformer_xl.build,
+    tokenizer=ByteLevelBPE,
+    tokenizer_file="vocab.json",  # merges.txt beside it: chapter 13's BPE
+    data=("wikitext-2",),
+    minutes={"smoke": 1, "cpu": 50, "full": 60},
+)
+
+XLNET = Giant(
+    name="xlnet",
+    title="XLNet pre-trained on WikiText-2 with the permutation LM and two-stream attention, on BERT's pairs, "
+          "vocabulary and budget (Yang et al. 2019)",
+    chapter="15 (Transformer-XL and XLNet)",
+    config=xlnet.XLNetPretrainingConfig,
+    train=xlnet.train_giant,
+    build=xlnet.build,
+    tokenizer=WordPiece,
+    tokenizer_file="vocab.txt",
+    data=("wikitext-2",),
+    minutes={"smoke": 1, "cpu": 50, "full": 60},
+)
+
+_CATALOGUE: dict[str, Giant] = {g.name: g for g in (BERT, GLOVE, ELMO, AWD_LSTM, GPT, TRANSFORMER_XL, XLNET)}
 CATALOGUE: Mapping[str, Giant] = MappingProxyType(_CATALOGUE)
 """Every giant of the book by name (read-only; :func:`register` adds one)."""
 

@@ -171,10 +171,14 @@ class PretrainingBatches:
         features = []
         T = self.length if length is None else length
         for p in nsp_pairs(self.documents, T, self.cfg.short_seq_prob, rng=r):
-            ids, segments = pack(p.a, p.b, self.tok.cls_id, self.tok.sep_id, T)
+            ids, segments = self.pack(p.a, p.b, T)
             features.append({"input_ids": ids, "token_type_ids": segments, "nsp_labels": p.label})
         r.shuffle(features)
         return features
+
+    def pack(self, a: Sequence[int], b: Sequence[int], length: int) -> tuple[list[int], list[int]]:
+        """One pair as the model reads it: ``[CLS] A [SEP] B [SEP]`` and its segment ids (XLNet overrides it)."""
+        return pack(a, b, self.tok.cls_id, self.tok.sep_id, length)
 
     def batch(self, features: Sequence[dict[str, Any]], generator: torch.Generator | None = None) -> dict:
         """Collate ``features`` and mask them (15%; 80% [MASK] / 10% random / 10% unchanged)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import torch
@@ -68,12 +68,15 @@ def squad_examples(articles: Sequence[Mapping[str, Any]]) -> list[SquadExample]:
 
 # ---------------------------------------------------------------------------------------------------- features
 def classification_features(tok: Any, texts_a: Sequence[str], texts_b: Sequence[str] | None,
-                            labels: Sequence[int] | None, max_len: int) -> list[dict[str, Any]]:
+                            labels: Sequence[int] | None, max_len: int,
+                            layout: Callable[..., tuple[list[int], list[int]]] = pack) -> list[dict[str, Any]]:
     """``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]`` per example (§4.1): ``input_ids``, ``token_type_ids``,
     ``labels``.
 
     The classifier reads the final ``[CLS]`` vector. Pairs too long for ``max_len`` lose tokens from the longer
-    text (:func:`~shoulders.text.bert_inputs.truncate_pair`). ``labels=None`` leaves the key out.
+    text (:func:`~shoulders.text.bert_inputs.truncate_pair`). ``labels=None`` leaves the key out. ``layout``:
+    how ids of A and B become one input, ``layout(a, b, cls_id, sep_id, max_len) -> (ids, segments)`` (XLNet's
+    ``A [SEP] B [SEP] [CLS]``: :func:`shoulders.text.xlnet_inputs.pack_xlnet`).
     """
     if texts_b is not None and len(texts_b) != len(texts_a):
         raise ValueError(f"{len(texts_a)} first texts but {len(texts_b)} second texts")
@@ -82,7 +85,7 @@ def classification_features(tok: Any, texts_a: Sequence[str], texts_b: Sequence[
     features = []
     for i, a in enumerate(texts_a):
         b = None if texts_b is None else tok.encode(texts_b[i])
-        ids, segments = pack(tok.encode(a), b, tok.cls_id, tok.sep_id, max_len)
+        ids, segments = layout(tok.encode(a), b, tok.cls_id, tok.sep_id, max_len)
         feature: dict[str, Any] = {"input_ids": ids, "token_type_ids": segments}
         if labels is not None:
             feature["labels"] = int(labels[i])
