@@ -86,11 +86,15 @@ from shoulders.models.rnnlm import LSTMLMConfig, RNNLMConfig  # noqa: E402
 from shoulders.models.transformer import TransformerConfig  # noqa: E402
 from shoulders.models.ulmfit import PoolingClassifier  # noqa: E402
 from shoulders.models.word2vec import Word2VecConfig  # noqa: E402
+from shoulders.models.xlnet import XLNetModel  # noqa: E402
 from shoulders.recipes.bert import BertPretrainingConfig  # noqa: E402
 from shoulders.recipes.elmo import ELMoTaskConfig  # noqa: E402
 from shoulders.recipes.finetune import BertFinetuningConfig  # noqa: E402
 from shoulders.recipes.gpt import CharGPTConfig, GPTPretrainingConfig  # noqa: E402
 from shoulders.recipes.gpt_transfer import AuxiliaryLM, GPTFinetuningConfig  # noqa: E402
+from shoulders.recipes.transformer_xl import TransformerXLPretrainingConfig  # noqa: E402
+from shoulders.recipes.xlnet import XLNetPretrainingConfig  # noqa: E402
+from shoulders.recipes.xlnet_transfer import XLNetFinetuningConfig  # noqa: E402
 from shoulders.recipes.ulmfit import ULMFiTConfig  # noqa: E402
 from shoulders.text.bert_inputs import IGNORE  # noqa: E402
 from shoulders.train.loop import call_model, split_output  # noqa: E402
@@ -422,6 +426,15 @@ def _gpt_task_batch(head: str, classes: int, vocab: int, B: int, T: int) -> dict
             "labels": torch.randint(0, classes, (B,), generator=g)}
 
 
+def _xlnet_task_batch(classes: int, vocab: int, B: int, T: int) -> dict[str, torch.Tensor]:
+    """A classification batch in XLNet's layout: ``B`` rows of ``T`` pieces, the last one [CLS] (segment 2)."""
+    g = torch.Generator().manual_seed(1)
+    types = torch.zeros(B, T, dtype=torch.long)
+    types[:, -1] = 2
+    return {"input_ids": torch.randint(5, vocab, (B, T), generator=g), "token_type_ids": types,
+            "attention_mask": torch.ones(B, T, dtype=torch.bool), "labels": torch.randint(classes, (B,), generator=g)}
+
+
 def _bert_head(head: str, encoder: nn.Module) -> nn.Module:
     if head == "cls":
         return heads.SequenceClassifier(encoder, 2)
@@ -609,6 +622,34 @@ def runs(tiny: bool = False) -> list[Run]:
                        lambda head=head, B=B, Tb=Tb: _bert_task_batch(head, p, B, Tb), f.steps_for(n), per,
                        "positions", f"{f.epochs:g} epochs: {note}; {f.batch_size} x {T}", "transformer",
                        _adamw(f.lr, f.weight_decay), f, runs=n_runs))
+    # chapter 15: Transformer-XL on GPT's budget, XLNet on BERT's (fit, AdamW), then XLNet fine-tuned like BERT
+    c = TransformerXLPretrainingConfig.preset(scale)
+    per = c.batch_size * c.seg_len
+    out.append(Run(15, "Transformer-XL LM", c.build, batch_of(c), c.steps, per, "tokens",
+                   _epochs(c.steps * per, WIKITEXT2_BPE, "WikiText-2 train's BPE tokens")
+                   + f", {c.batch_size} x {c.seg_len} + a memory of {c.mem_len}", "transformer",
+                   _adamw(c.lr, c.weight_decay), c))
+    x = XLNetPretrainingConfig.preset(scale)
+    per = x.batch_size * x.max_len
+    out.append(Run(15, f"XLNet-{x.size} pre-training", x.build, batch_of(x), x.steps, per, "positions",
+                   f"{x.steps * x.batch_size / BERT_PAIRS_PER_PASS:.0f} passes over WikiText-2's pairs (BERT's), "
+                   f"{x.batch_size} x {x.max_len}, 1/{x.predict_k} predicted", "transformer",
+                   _adamw(x.lr, x.weight_decay, x.adam_eps), x))
+    f = XLNetFinetuningConfig.preset(scale)
+    for task, classes in (("SST-2", 2), ("SNLI", 3)):
+        _, n, T, _, note = FINETUNE_TASKS[task]
+        n = min(n, {"SST-2": f.sst2_train, "SNLI": f.snli_train}[task] or n)
+        T = min(T + 1, f.max_len)  # BERT's length: [CLS] moves to the end, one [SEP] fewer for a single text
+        B, Tb = (2, min(T, 8)) if tiny else (f.batch_size, T)
+        out.append(Run(15, f"fine-tune {task} (XLNet, XLNet from scratch, BERT)",
+                       lambda classes=classes, x=x: heads.SequenceClassifier(XLNetModel(x.model_config(x.vocab_size)),
+                                                                             classes),
+                       lambda classes=classes, B=B, Tb=Tb, x=x: _xlnet_task_batch(classes, x.vocab_size, B, Tb),
+                       f.steps_for(n), f.batch_size * T, "positions",
+                       f"{f.epochs:g} epochs: {note}; {f.batch_size} x {T}; 3 encoders x {f.sst2_seeds} seeds"
+                       + (f" (+ the same at {f.sst2_budgets[0]:,} labels, {f.steps_for(f.sst2_budgets[0])} updates)"
+                          if task == "SST-2" and f.sst2_budgets else ""), "transformer",
+                       _adamw(f.lr, f.weight_decay), f, runs=3 * f.sst2_seeds))
     return out
 
 

@@ -61,8 +61,9 @@ def expected_shapes(cfg):
         return [(cfg.batch_size * per_text,), (cfg.batch_size,), (cfg.batch_size,)]
     if isinstance(cfg, TransformerConfig):
         return [(cfg.batch_size, 13), (cfg.batch_size, 18), (cfg.batch_size, 18)]  # Multi30k's padded lengths
-    if isinstance(cfg, TransformerXLPretrainingConfig):
-        return [(cfg.batch_size, cfg.seg_len)] * 2
+    if isinstance(cfg, TransformerXLPretrainingConfig):  # a segment and the memory of the one before
+        return {"x": (cfg.batch_size, cfg.seg_len), "y": (cfg.batch_size, cfg.seg_len),
+                "state": (cfg.n_layers, cfg.batch_size, cfg.mem_len, cfg.d_model)}
     if isinstance(cfg, (XLNetPretrainingConfig, XLNetConfig)):
         B, T, P = ((cfg.batch_size, cfg.max_len, cfg.max_len // cfg.predict_k)
                    if isinstance(cfg, XLNetPretrainingConfig) else (2, 512, 85))
