@@ -6,8 +6,9 @@
 
 Parts (``--part``, default both):
 
-* **eval** -- scoring ``--tokens`` tokens of text (after a first context's worth) with a Transformer-XL LM of the ``transformer_xl`` giant's shape
-  (weights random: the cost does not depend on them), every token with a context of ``--context`` segments
+* **eval** -- scoring ``--tokens`` tokens of text (after a first context's worth) with a Transformer-XL LM of the
+  ``transformer_xl`` giant's shape (weights random: the cost does not depend on them), every token with a context
+  of ``--context`` segments
   (``--context 4``: 4 L tokens): *cached*, the paper's evaluation -- segment after segment, the memory of 4 L
   states per layer reused (:func:`shoulders.models.transformer_xl.stream_nll`) -- against *recomputed*, the
   vanilla Transformer's (Al-Rfou et al. 2019; Dai et al. 2019, Figure 1b and Table 9) -- every token predicted from

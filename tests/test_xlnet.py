@@ -277,7 +277,8 @@ TOK = SimpleNamespace(pad_id=PAD, cls_id=CLS, sep_id=SEP)
 
 
 def recipe_cfg(**kw) -> XLNetPretrainingConfig:
-    return XLNetPretrainingConfig.preset("smoke", **{"max_len": 48, "batch_size": 4, "eval_pairs": 8, "predict_k": 6, **kw})
+    fields = {"max_len": 48, "batch_size": 4, "eval_pairs": 8, "predict_k": 6, **kw}
+    return XLNetPretrainingConfig.preset("smoke", **fields)
 
 
 def pair_features(data: XLNetPretrainingBatches, seed: int = 0) -> list[dict]:
