@@ -636,8 +636,8 @@ def runs(tiny: bool = False) -> list[Run]:
                    f"{x.batch_size} x {x.max_len}, 1/{x.predict_k} predicted", "transformer",
                    _adamw(x.lr, x.weight_decay, x.adam_eps), x))
     f = XLNetFinetuningConfig.preset(scale)
-    for task, classes in (("SST-2", 2), ("SNLI", 3)):
-        _, n, T, _, note = FINETUNE_TASKS[task]
+    for task, classes, note in (("SST-2", 2, "67,349 phrases"), ("SNLI", 3, "the 9,842 labelled dev pairs")):
+        _, n, T, _, _ = FINETUNE_TASKS[task]
         n = min(n, {"SST-2": f.sst2_train, "SNLI": f.snli_train}[task] or n)
         T = min(T + 1, f.max_len)  # BERT's length: [CLS] moves to the end, one [SEP] fewer for a single text
         B, Tb = (2, min(T, 8)) if tiny else (f.batch_size, T)
