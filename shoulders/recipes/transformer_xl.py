@@ -144,18 +144,7 @@ def recompute_nll(model: TransformerXLLM, ids: torch.Tensor, context: int, batch
     """Total NLL of ``ids[1:]`` and its count by the vanilla Transformer's evaluation (Al-Rfou et al. 2019, the
     paper's Figure 1b): every token predicted from a window of the ``context`` tokens before it, computed from
     scratch (no memory), one prediction per window -- what segment recurrence replaces."""
-    return sliding_window_nll(_LastOnly(model), ids, context, stride=1, batch_size=batch_size)
-
-
-class _LastOnly(torch.nn.Module):
-    """A memory-less view of a Transformer-XL LM for :func:`sliding_window_nll`."""
-
-    def __init__(self, model: TransformerXLLM):
-        super().__init__()
-        self.model = model
-
-    def logits(self, x: torch.Tensor) -> torch.Tensor:
-        return self.model.logits(x)
+    return sliding_window_nll(model, ids, context, stride=1, batch_size=batch_size)  # model.logits(x): no memory
 
 
 def _quick_valid(model: TransformerXLLM, ids: torch.Tensor, tokens: int) -> float:
