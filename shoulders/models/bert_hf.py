@@ -17,12 +17,12 @@ away for a reader with internet access::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Mapping
 
 import torch
 
 from ..config import ConfigError
-from .hf_files import read_config, read_weights, write_folder
+from .hf_files import LoadResult, match_names, read_config, read_weights, write_folder
 from .bert import BertConfig, BertForPreTraining, BertModel
 
 __all__ = ["LoadResult", "config_from_hf", "from_pretrained", "hf_config", "load_hf_state_dict", "save_pretrained",
@@ -125,13 +125,6 @@ def to_hf_state_dict(model: Model) -> dict[str, torch.Tensor]:
     return out
 
 
-class LoadResult(NamedTuple):
-    """Names (Hugging Face's) that the state dict lacked, and names in it that fit nowhere."""
-
-    missing: list[str]
-    unexpected: list[str]
-
-
 def _normalise(state_dict: Mapping[str, torch.Tensor], pretraining: bool) -> dict[str, torch.Tensor]:
     """Hugging Face names in one spelling: with the ``bert.`` prefix for pre-training, without for BertModel;
     TF-era ``gamma``/``beta`` as ``weight``/``bias``; the ``position_ids`` buffer dropped."""
@@ -164,12 +157,8 @@ def load_hf_state_dict(model: Model, state_dict: Mapping[str, torch.Tensor], str
     if pretraining and "cls.predictions.bias" not in given and "cls.predictions.decoder.bias" in given:
         given["cls.predictions.bias"] = given["cls.predictions.decoder.bias"]
     table = _table(model)
-    known = {t for _, ts in table for t in ts} | (set(_ALIASES) if pretraining else set())
-    missing = [t for _, ts in table for t in ts if t not in given]
-    unexpected = sorted(set(given) - known)
-    if strict and (missing or unexpected):
-        raise KeyError(f"the state dict does not fit {type(model).__name__}: missing {missing or 'nothing'}, "
-                       f"unexpected {unexpected or 'nothing'}")
+    result = match_names(type(model).__name__, [t for _, ts in table for t in ts], given, strict,
+                         known=_ALIASES if pretraining else ())
     params = dict(model.state_dict(keep_vars=True))
     for ours, theirs in table:
         if any(t not in given for t in theirs):
@@ -180,7 +169,7 @@ def load_hf_state_dict(model: Model, state_dict: Mapping[str, torch.Tensor], str
             raise ValueError(f"{' + '.join(theirs)}: shape {tuple(value.shape)} does not fit {ours} "
                              f"{tuple(target.shape)}")
         target.copy_(value.to(dtype=target.dtype, device=target.device))
-    return LoadResult(missing, unexpected)
+    return result
 
 
 def from_pretrained(folder: str | Path, pretraining: bool | None = None, strict: bool = True) -> Model:

@@ -27,13 +27,13 @@ no ``GPT2`` equivalent: exporting one raises :class:`ConfigError`. :func:`save_p
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Mapping
 
 import torch
 
 from ..config import ConfigError
 from .gpt import GPTConfig, GPTLMHeadModel, GPTModel
-from .hf_files import read_config, read_weights, write_folder
+from .hf_files import LoadResult, match_names, read_config, read_weights, write_folder
 
 __all__ = ["LoadResult", "config_from_hf", "from_pretrained", "hf_config", "load_hf_state_dict", "save_pretrained",
            "to_hf_state_dict"]
@@ -139,13 +139,6 @@ def to_hf_state_dict(model: Model) -> dict[str, torch.Tensor]:
     return out
 
 
-class LoadResult(NamedTuple):
-    """Names (Hugging Face's) that the state dict lacked, and names in it that fit nowhere."""
-
-    missing: list[str]
-    unexpected: list[str]
-
-
 def _is_buffer(name: str) -> bool:
     """Hugging Face's causal-mask buffers of older versions (``attn.bias``, ``attn.masked_bias``): not weights."""
     return name.endswith((".attn.bias", ".attn.masked_bias"))
@@ -177,11 +170,7 @@ def load_hf_state_dict(model: Model, state_dict: Mapping[str, torch.Tensor], str
     """
     table = _table(model)
     given = _normalise(state_dict, isinstance(model, GPTLMHeadModel))
-    missing = [t for _, t, _ in table if t not in given]
-    unexpected = sorted(set(given) - {t for _, t, _ in table})
-    if strict and (missing or unexpected):
-        raise KeyError(f"the state dict does not fit {type(model).__name__}: missing {missing or 'nothing'}, "
-                       f"unexpected {unexpected or 'nothing'}")
+    result = match_names(type(model).__name__, [t for _, t, _ in table], given, strict)
     params = dict(model.state_dict(keep_vars=True))
     for ours, theirs, transposed in table:
         if theirs not in given:
@@ -192,7 +181,7 @@ def load_hf_state_dict(model: Model, state_dict: Mapping[str, torch.Tensor], str
             raise ValueError(f"{theirs}: shape {tuple(given[theirs].shape)} does not fit {ours} {tuple(target.shape)}"
                              + (" (transposed: Hugging Face stores (in, out))" if transposed else ""))
         target.copy_(value.to(dtype=target.dtype, device=target.device))
-    return LoadResult(missing, unexpected)
+    return result
 
 
 def from_pretrained(folder: str | Path, strict: bool = True) -> GPTLMHeadModel:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 import torch
 from safetensors.torch import load_file, save_file
 
-__all__ = ["read_config", "read_weights", "write_folder"]
+__all__ = ["LoadResult", "match_names", "read_config", "read_weights", "write_folder"]
 
 
 def read_config(folder: str | Path) -> dict[str, Any]:
@@ -41,3 +41,24 @@ def write_folder(folder: str | Path, config: Mapping[str, Any], state: Mapping[s
     save_file({k: v.contiguous() for k, v in state.items()}, str(folder / "model.safetensors"),
               metadata={"format": "pt"})
     return folder
+
+
+class LoadResult(NamedTuple):
+    """Names (Hugging Face's) that the state dict lacked, and names in it that fit nowhere."""
+
+    missing: list[str]
+    unexpected: list[str]
+
+
+def match_names(model_name: str, wanted: Sequence[str], given: Iterable[str], strict: bool,
+                known: Iterable[str] = ()) -> LoadResult:
+    """The ``wanted`` names missing from ``given`` (in order) and the ``given`` names that are neither wanted nor
+    ``known`` (aliases a loader reads or ignores), sorted; with ``strict`` either kind raises a ``KeyError``
+    naming them all -- before a loader copies anything."""
+    given = set(given)
+    missing = [t for t in wanted if t not in given]
+    unexpected = sorted(given - set(wanted) - set(known))
+    if strict and (missing or unexpected):
+        raise KeyError(f"the state dict does not fit {model_name}: missing {missing or 'nothing'}, "
+                       f"unexpected {unexpected or 'nothing'}")
+    return LoadResult(missing, unexpected)

@@ -22,12 +22,12 @@ reads one (no network, no ``transformers``). The released XLNet-base is two step
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, Callable, Mapping
 
 import torch
 
 from ..config import ConfigError
-from .hf_files import read_config, read_weights, write_folder
+from .hf_files import LoadResult, match_names, read_config, read_weights, write_folder
 from .xlnet import XLNetConfig, XLNetLMHeadModel, XLNetModel
 
 __all__ = ["LoadResult", "config_from_hf", "from_pretrained", "hf_config", "load_hf_state_dict", "save_pretrained",
@@ -133,13 +133,6 @@ def to_hf_state_dict(model: Model) -> dict[str, torch.Tensor]:
     return out
 
 
-class LoadResult(NamedTuple):
-    """Names (Hugging Face's) that the state dict lacked, and names in it that fit nowhere."""
-
-    missing: list[str]
-    unexpected: list[str]
-
-
 def _normalise(state_dict: Mapping[str, torch.Tensor], lm: bool) -> dict[str, torch.Tensor]:
     """Hugging Face names with the ``transformer.`` prefix for an LM, without it for the bare model; the tied
     ``lm_loss.weight`` dropped."""
@@ -165,11 +158,7 @@ def load_hf_state_dict(model: Model, state_dict: Mapping[str, torch.Tensor], str
     given = _normalise(state_dict, lm)
     if not lm:
         given = {k: v for k, v in given.items() if not k.startswith("lm_loss.")}
-    missing = [t for _, t, _, _ in table if t not in given]
-    unexpected = sorted(set(given) - {t for _, t, _, _ in table})
-    if strict and (missing or unexpected):
-        raise KeyError(f"the state dict does not fit {type(model).__name__}: missing {missing or 'nothing'}, "
-                       f"unexpected {unexpected or 'nothing'}")
+    result = match_names(type(model).__name__, [t for _, t, _, _ in table], given, strict)
     params = dict(model.state_dict(keep_vars=True))
     for ours, theirs, _, back in table:
         if theirs not in given:
@@ -183,7 +172,7 @@ def load_hf_state_dict(model: Model, state_dict: Mapping[str, torch.Tensor], str
             raise ValueError(f"{theirs}: shape {tuple(given[theirs].shape)} does not fit {ours} "
                              f"{tuple(target.shape)}")
         target.copy_(value.to(dtype=target.dtype, device=target.device))
-    return LoadResult(missing, unexpected)
+    return result
 
 
 def from_pretrained(folder: str | Path, strict: bool = True) -> XLNetLMHeadModel:
