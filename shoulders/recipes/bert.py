@@ -207,9 +207,11 @@ class PretrainingBatches:
 
 
 def fixed_eval_batches(documents: Sequence[Sequence[Sequence[int]]], tok: Any, cfg: BertPretrainingConfig,
-                       seed: int = 0) -> list[dict[str, torch.Tensor]]:
-    """``cfg.eval_pairs`` held-out pairs with one fixed masking, in batches (the same for every evaluation)."""
-    data = PretrainingBatches(documents, tok, cfg)
+                       seed: int = 0, batches: type[PretrainingBatches] = PretrainingBatches,
+                       ) -> list[dict[str, torch.Tensor]]:
+    """``cfg.eval_pairs`` held-out pairs with one fixed masking, in batches (the same for every evaluation);
+    ``batches``: the class that lays out and masks them (XLNet's: one fixed factorisation order per pair)."""
+    data = batches(documents, tok, cfg)
     features = data.pairs(random.Random(seed))[: cfg.eval_pairs]
     g = torch.Generator().manual_seed(seed)
     B = cfg.batch_size

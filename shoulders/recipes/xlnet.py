@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import random
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -36,7 +35,8 @@ from ..train.loop import fit
 from ..train.optimizers import adamw
 from ..train.schedules import linear_warmup_decay
 from .artefact import Artefact
-from .bert import BertPretrainingConfig, PretrainingBatches, WikiTextForBert, wikitext_for_bert
+from .bert import (BertPretrainingConfig, PretrainingBatches, WikiTextForBert, fixed_eval_batches,
+                   wikitext_for_bert)
 
 __all__ = ["XLNetPretrainingBatches", "XLNetPretrainingConfig", "build", "evaluate_plm", "fixed_plm_batches",
            "train_giant", "unigram_plm_baseline"]
@@ -127,11 +127,7 @@ class XLNetPretrainingBatches(PretrainingBatches):
 def fixed_plm_batches(documents: Sequence[Sequence[Sequence[int]]], tok: Any, cfg: XLNetPretrainingConfig,
                       seed: int = 0) -> list[dict[str, torch.Tensor]]:
     """``cfg.eval_pairs`` held-out pairs with one fixed order each, in batches (the same at every evaluation)."""
-    data = XLNetPretrainingBatches(documents, tok, cfg)
-    features = data.pairs(random.Random(seed))[: cfg.eval_pairs]
-    g = torch.Generator().manual_seed(seed)
-    B = cfg.batch_size
-    return [data.batch(features[i:i + B], g) for i in range(0, len(features), B)]
+    return fixed_eval_batches(documents, tok, cfg, seed, batches=XLNetPretrainingBatches)
 
 
 @torch.no_grad()
