@@ -154,8 +154,8 @@ XLNET = Giant(
     tokenizer=WordPiece,
     tokenizer_file="vocab.txt",
     data=("wikitext-2",),
-    # cpu: BERT's 16,000 steps at 1.27x BERT's step (benchmarks/transformer_xl.py --part step); 3.9 steps/s
-    # measured on two threads (2026-12-02), about 68 minutes on that machine, where the bert giant took 55-76
+    # cpu: 11,000 steps at 1.27x BERT's step (benchmarks/transformer_xl.py --part step), 87% of the bert giant's
+    # compute; 3.4 steps/s measured on two threads with the long phase and evaluations (2026-12-02): ~54 minutes
     minutes={"smoke": 1, "cpu": 60, "full": 60},
 )
 
