@@ -647,7 +647,8 @@ def runs(tiny: bool = False) -> list[Run]:
                        lambda classes=classes, B=B, Tb=Tb, x=x: _xlnet_task_batch(classes, x.vocab_size, B, Tb),
                        f.steps_for(n), f.batch_size * T, "positions",
                        f"{f.epochs:g} epochs: {note}; {f.batch_size} x {T}; 3 encoders x {f.sst2_seeds} seeds"
-                       + (f" (+ the same at {f.sst2_budgets[0]:,} labels, {f.steps_for(f.sst2_budgets[0])} updates)"
+                       + (" (+ the same at " + ", ".join(f"{b:,} labels ({f.steps_for(b)} updates)"
+                                                         for b in f.sst2_budgets) + ")"
                           if task == "SST-2" and f.sst2_budgets else ""), "transformer",
                        _adamw(f.lr, f.weight_decay), f, runs=3 * f.sst2_seeds))
     return out
