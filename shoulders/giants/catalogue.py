@@ -139,8 +139,9 @@ TRANSFORMER_XL = Giant(
     tokenizer=ByteLevelBPE,
     tokenizer_file="vocab.json",  # merges.txt beside it: chapter 13's BPE
     data=("wikitext-2",),
-    # cpu not yet measured end to end: GPT's steps (~42 min) at a step about 1.2x GPT's (memory doubles the keys)
-    minutes={"smoke": 1, "cpu": 50, "full": 60},
+    # cpu not yet measured end to end: GPT's 2,400 steps at 1.38 s a step on two threads (the first 439 steps with
+    # one evaluation, 2026-12-02; GPT's step 1.24 s): ~55-57 minutes projected
+    minutes={"smoke": 1, "cpu": 56, "full": 60},
 )
 
 XLNET = Giant(
@@ -155,8 +156,8 @@ XLNET = Giant(
     tokenizer_file="vocab.txt",
     data=("wikitext-2",),
     # cpu: 11,000 steps at 1.27x BERT's step (benchmarks/transformer_xl.py --part step), 87% of the bert giant's
-    # compute; 3.4 steps/s measured on two threads with the long phase and evaluations (2026-12-02): ~54 minutes
-    minutes={"smoke": 1, "cpu": 60, "full": 60},
+    # compute; 52.1 minutes measured on two threads with the long phase and evaluations (2026-12-02)
+    minutes={"smoke": 1, "cpu": 52, "full": 60},
 )
 
 _CATALOGUE: dict[str, Giant] = {g.name: g for g in (BERT, GLOVE, ELMO, AWD_LSTM, GPT, TRANSFORMER_XL, XLNET)}

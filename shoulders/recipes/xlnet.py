@@ -65,7 +65,7 @@ class XLNetPretrainingConfig(BertPretrainingConfig):
         "smoke": dict(BertPretrainingConfig.presets["smoke"], predict_k=3),
         # the bert giant's run (same pairs, lengths, batch, rate and schedule; see chapter 14) for 11,000 steps
         # instead of 16,000: an XLNet step costs 1.27x BERT's (benchmarks/transformer_xl.py --part step), so this is
-        # 87% of BERT's compute and about its wall-clock (3.4 steps/s on two threads, measured: ~54 minutes)
+        # 87% of BERT's compute and about its wall-clock (52.1 minutes on two threads, measured 2026-12-02)
         "cpu": dict(BertPretrainingConfig.presets["cpu"], steps=11_000, warmup=1_100),
         "full": dict(BertPretrainingConfig.presets["full"]),
     }
