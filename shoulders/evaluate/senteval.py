@@ -73,7 +73,7 @@ class SentEvalConfig(Config):
         "full": dict(snli_source="train", snli_train=0, snli_valid=0),
     }
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         unknown = sorted(set(self.tasks) - set(SENTEVAL_TASKS))
         if unknown or not self.tasks:
             raise ConfigError(f"tasks must be some of {SENTEVAL_TASKS}, got {self.tasks}")

@@ -133,8 +133,9 @@ class NegativeSampling(nn.Module):
 
     @torch.no_grad()
     def sgd_step(self, h: torch.Tensor, y: torch.Tensor, lr: float, noise: torch.Tensor | None = None,
-                 group: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
-        """One SGD step on v' by hand: returns (summed loss, dL/dh (B, d)).
+                 group: int = 1, update: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+        """One SGD step on v' by hand: returns (summed loss, dL/dh (B, d)); ``update=False`` leaves v' as it is
+        (paragraph vectors' inference, where only the new paragraph's vector moves).
 
         word2vec.c: ``g = (label - sigma(x)) * lr; neu1e += g v'; v' += g h``; here dL/dx = sigma(x) - label.
 
@@ -168,6 +169,8 @@ class NegativeSampling(nn.Module):
         dx_neg = torch.sigmoid(x_neg) * keep  # (nG, G, k)
         dh_neg = torch.bmm(dx_neg, U_neg).transpose(0, 1).reshape(Bp, d)[:B]  # (B, d)
         dh = dx_pos[:, None] * U_pos + dh_neg  # (B, d), from the old v'
+        if not update:
+            return loss, dh
         # v' -= lr * dL/dv': the step size goes into the per-score factors, not into (n, d) gradients
         add_rows_(self.weight, y, h * (-lr * dx_pos)[:, None])  # (B, d) positive targets
         step_neg = torch.bmm((-lr * dx_neg).transpose(1, 2), hg)  # (nG, k, d): summed over each group

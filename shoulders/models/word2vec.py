@@ -175,11 +175,13 @@ class Word2VecBatches:
     updates from stale values -- see :class:`Word2VecConfig` ``predict``.
     """
 
+    ARCHS: ClassVar[tuple[str, ...]] = ARCHS
+
     def __init__(self, corpus: WordCorpus, arch: str = "sg", window: int = 5, batch_words: int = 500,
                  sample: float = 1e-3, rule: str = "word2vec.c", seed: int = 0, predict: str = "centre",
                  shuffle_run: int = 10) -> None:
-        if arch not in ARCHS:
-            raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
+        if arch not in self.ARCHS:
+            raise ValueError(f"arch must be one of {self.ARCHS}, got {arch!r}")
         if batch_words < 1:
             raise ValueError(f"batch_words must be >= 1, got {batch_words}")
         if predict not in PREDICTS:
@@ -222,7 +224,7 @@ class Word2VecBatches:
         mine = 0  # kept tokens of this part so far
         for s in range(part * self.batch_words, M, parts * self.batch_words):
             e = min(s + self.batch_words, M)
-            center, context, mask = window_pairs(ids, sentence, self.window, generator=g, positions=order[s:e])
+            batch = self.make_batch(ids, sentence, order[s:e], g)
             mine += e - s
             if parts > 1:
                 raw = N * mine // M
@@ -230,15 +232,19 @@ class Word2VecBatches:
                 raw = N
             else:  # corpus tokens read so far: exact in corpus order, the share of the epoch done when shuffled
                 raw = N * e // M if r else int(where[e - 1]) + 1
-            if self.arch == "sg":
-                i, j = mask.nonzero(as_tuple=True)
-                pair = (context[i, j], center[i])  # (P,), (P,): input, target
-                batch: tuple[torch.Tensor, ...] = pair if self.predict == "centre" else pair[::-1]
-            else:
-                rows = mask.any(1)  # a centre alone on its line has no context
-                batch = (context[rows], center[rows], mask[rows])
             if batch[0].numel():
                 yield batch, raw
+
+    def make_batch(self, ids: torch.Tensor, sentence: torch.Tensor, positions: torch.Tensor,
+                   generator: torch.Generator) -> tuple[torch.Tensor, ...]:
+        """The batch of the centre tokens at ``positions`` (C,) of the kept stream ``ids`` / ``sentence``."""
+        center, context, mask = window_pairs(ids, sentence, self.window, generator=generator, positions=positions)
+        if self.arch == "sg":
+            i, j = mask.nonzero(as_tuple=True)
+            pair = (context[i, j], center[i])  # (P,), (P,): input, target
+            return pair if self.predict == "centre" else pair[::-1]
+        rows = mask.any(1)  # a centre alone on its line has no context
+        return context[rows], center[rows], mask[rows]
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, ...]]:
         index = self.epochs_done
@@ -417,9 +423,11 @@ class Word2VecConfig(Config):
                  "over_random": {"ws353": 0.1, "simlex": 0.05}},
     }
 
+    archs: ClassVar[tuple[str, ...]] = ARCHS  # the architectures this config trains (paragraph vectors: its own)
+
     def validate(self) -> None:
-        if self.arch not in ARCHS:
-            raise ConfigError(f"arch must be one of {ARCHS}, got {self.arch!r}")
+        if self.arch not in self.archs:
+            raise ConfigError(f"arch must be one of {self.archs}, got {self.arch!r}")
         if self.output not in OUTPUTS:
             raise ConfigError(f"output must be one of {OUTPUTS}, got {self.output!r}")
         if min(self.dim, self.window, self.negatives, self.share_negatives, self.min_count, self.epochs,
