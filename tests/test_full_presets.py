@@ -19,7 +19,10 @@ from shoulders.models.cw import CWConfig
 from shoulders.models.fasttext import FastTextConfig, SubwordConfig
 from shoulders.models.glove import GloVeConfig
 from shoulders.models.nnlm import NGramLMConfig
+from shoulders.models.paragraph_vectors import ParagraphVectorConfig
+from shoulders.models.quick_thoughts import QuickThoughtsConfig
 from shoulders.models.rnnlm import RecurrentLMConfig
+from shoulders.models.skip_thoughts import SkipThoughtsConfig
 from shoulders.models.transformer import TransformerConfig
 from shoulders.models.word2vec import Word2VecConfig
 from shoulders.presets import all_configs
@@ -56,6 +59,14 @@ def expected_shapes(cfg):
         return [(cfg.batch_size, cfg.bptt)] * 2
     if isinstance(cfg, GloVeConfig):
         return [(cfg.batch_size,)] * 3
+    if isinstance(cfg, ParagraphVectorConfig):  # PV-DBOW: (paragraph, word) for every token of the batch
+        return [(cfg.batch_words,)] * 2 if cfg.arch == "dbow" else [(cfg.batch_words, 1 + 2 * cfg.window),
+                                                                     (cfg.batch_words,),
+                                                                     (cfg.batch_words, 1 + 2 * cfg.window)]
+    if isinstance(cfg, SkipThoughtsConfig):  # a sentence, and its neighbours framed by <s> ... </s>
+        return [(cfg.batch_size, cfg.max_len), (cfg.batch_size, cfg.max_len + 2), (cfg.batch_size, cfg.max_len + 2)]
+    if isinstance(cfg, QuickThoughtsConfig):  # a block of consecutive sentences and which are each other's context
+        return [(cfg.batch_size, cfg.max_len), (cfg.batch_size, cfg.batch_size)]
     if isinstance(cfg, FastTextConfig):
         per_text = 9 + (8 if cfg.word_ngrams > 1 else 0)  # SST-2's 9.4 words a phrase, and their bigrams
         return [(cfg.batch_size * per_text,), (cfg.batch_size,), (cfg.batch_size,)]

@@ -1,0 +1,134 @@
+"""Chapter 7's context-based sentence encoders: the recurrent trunk (padding never reaches a vector; the last state
+is the state at each sentence's own end), Skip-thoughts' conditional decoder GRU against the paper's eqs. 4-6 written
+out, Quick-thoughts' loss against a hand computation, both learning a batch, and the sentence/neighbour batches."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from shoulders.config import ConfigError
+from shoulders.models.quick_thoughts import QuickThoughtsConfig, neighbour_loss
+from shoulders.models.sentence_encoders import RecurrentSentenceEncoder, pool_states
+from shoulders.models.skip_thoughts import SkipThoughtsConfig
+from shoulders.text.sentences import neighbour_blocks, neighbour_triples, split_sentences, wikitext_documents
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("pooling", ["last", "max", "mean"])
+def test_padding_never_reaches_the_vector(cell, bidirectional, pooling, one_thread):
+    torch.manual_seed(0)
+    enc = RecurrentSentenceEncoder(20, 6, 5, cell, bidirectional, pooling).eval()
+    ids = torch.tensor([[3, 4, 5, 0, 0], [7, 8, 9, 10, 11]])
+    wider = torch.cat([ids, torch.zeros(2, 4, dtype=torch.long)], 1)
+    alone = enc(ids[:1, :3])  # the first sentence without any padding
+    torch.testing.assert_close(enc(ids), enc(wider))
+    torch.testing.assert_close(enc(ids)[:1], alone)
+    assert enc(ids).shape == (2, enc.dim) and enc.dim == 5 * (2 if bidirectional else 1)
+    with pytest.raises(ValueError, match="at least one word"):
+        enc(torch.tensor([[0, 0]]))
+
+
+def test_pool_states_ignores_masked_positions():
+    states = torch.tensor([[[1.0, -2.0], [3.0, 0.0], [100.0, 100.0]]])  # (1, 3, 2): the last one is padding
+    mask = torch.tensor([[True, True, False]])
+    assert torch.equal(pool_states(states, mask, "max"), torch.tensor([[3.0, 0.0]]))
+    assert torch.equal(pool_states(states, mask, "mean"), torch.tensor([[2.0, -1.0]]))
+    with pytest.raises(ValueError, match="max"):
+        pool_states(states, mask, "sum")
+
+
+def test_skip_thoughts_decoder_is_the_papers_conditional_gru(one_thread):
+    """A GRU fed [x ; h_i] adds C_r h_i, C_z h_i and C h_i to its gates (eqs. 4-6): one step written out."""
+    torch.manual_seed(0)
+    cfg = SkipThoughtsConfig(vocab_size=30, d_embed=4, hidden=3)
+    gru = cfg.build().decoders["next"]
+    x, h_i, h_prev = torch.randn(1, 4), torch.randn(1, 3), torch.randn(1, 3)
+    W_ih, U, b_ih, b_hh = gru.weight_ih_l0, gru.weight_hh_l0, gru.bias_ih_l0, gru.bias_hh_l0
+    W, C = W_ih[:, :4], W_ih[:, 4:]  # word weights and the thought's weights, stacked r, z, n
+    (Wr, Wz, Wn), (Cr, Cz, Cn), (Ur, Uz, Un) = W.chunk(3), C.chunk(3), U.chunk(3)
+    (br, bz, bn), (cr, cz, cn) = b_ih.chunk(3), b_hh.chunk(3)
+    r = torch.sigmoid(x @ Wr.T + h_prev @ Ur.T + h_i @ Cr.T + br + cr)
+    z = torch.sigmoid(x @ Wz.T + h_prev @ Uz.T + h_i @ Cz.T + bz + cz)
+    hbar = torch.tanh(x @ Wn.T + h_i @ Cn.T + bn + r * (h_prev @ Un.T + cn))  # torch's reset placement
+    want = z * h_prev + (1 - z) * hbar  # torch's z is the paper's 1 - z_t
+    got, _ = gru(torch.cat([x, h_i], -1)[:, None], h_prev[None])
+    torch.testing.assert_close(got[:, 0], want)
+
+
+def test_quick_thoughts_loss_by_hand():
+    u = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    v = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, -1.0]])
+    positive = torch.tensor([[False, True, False], [True, False, True], [False, True, False]])
+    s = (u @ v.T).tolist()  # row i scores every candidate j != i
+    row0 = -(s[0][1] - math.log(math.exp(s[0][1]) + math.exp(s[0][2])))
+    lse1 = math.log(math.exp(s[1][0]) + math.exp(s[1][2]))
+    row1 = -0.5 * ((s[1][0] - lse1) + (s[1][2] - lse1))
+    row2 = -(s[2][1] - math.log(math.exp(s[2][0]) + math.exp(s[2][1])))
+    torch.testing.assert_close(neighbour_loss(u, v, positive), torch.tensor((row0 + row1 + row2) / 3))
+    # a row without a context sentence is left out of the mean
+    lonely = positive.clone()
+    lonely[2] = False
+    torch.testing.assert_close(neighbour_loss(u, v, lonely), torch.tensor((row0 + row1) / 2))
+    with pytest.raises(ValueError, match="its own context"):
+        neighbour_loss(u, v, positive | torch.eye(3, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("which", ["skip", "quick"])
+def test_one_batch_overfit(which, one_thread):
+    torch.manual_seed(0)
+    cfg = (SkipThoughtsConfig if which == "skip" else QuickThoughtsConfig)(vocab_size=40, d_embed=16, hidden=32)
+    model = cfg.build()
+    batch = cfg.example_batch(6)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    first = float(model(*batch).detach())
+    # the lowest loss there is: Skip-thoughts can predict every word; Quick-thoughts spreads its target evenly over a
+    # sentence's k context sentences, so a row's cross-entropy cannot fall below log k
+    floor = 0.0 if which == "skip" else float(batch[1].sum(1).float().log().mean())
+    for _ in range(60):
+        opt.zero_grad()
+        loss = model(*batch)
+        loss.backward()
+        opt.step()
+    assert float(loss.detach()) - floor < 0.2 * (first - floor)
+    if which == "quick":
+        assert model.encode(batch[0]).shape == (6, 64)  # [f(s) ; g(s)]
+
+
+def test_configs_name_bad_values():
+    with pytest.raises(ConfigError, match="sizes"):
+        SkipThoughtsConfig(hidden=0)
+    with pytest.raises(ConfigError, match="batch_size"):
+        QuickThoughtsConfig(batch_size=1)
+
+
+def test_sentences_and_documents_from_wikitext_lines():
+    assert split_sentences("It is . U.S. is big ! And".split()) == [["It", "is", "."], ["U.S.", "is", "big", "!"],
+                                                                     ["And"]]
+    lines = [[], "= A =".split(), "One two three . Four five six .".split(), "= = Sub = =".split(),
+             "Seven eight nine . Ten eleven twelve . Hi .".split(), "= B =".split(), "Lonely one here .".split()]
+    docs = wikitext_documents(lines, min_len=3)
+    # a heading at any level ends a document; "Hi ." is too short; B has one sentence: no neighbours, dropped
+    assert docs == [[["One", "two", "three", "."], ["Four", "five", "six", "."]],
+                    [["Seven", "eight", "nine", "."], ["Ten", "eleven", "twelve", "."]]]
+
+
+def test_neighbour_triples_frame_the_neighbours():
+    docs = [[[5], [6, 7], [8]], [[9], [10]]]  # the second document has no middle sentence
+    (cur, prev, nxt), = list(neighbour_triples(docs, 8, pad_id=0, bos_id=1, eos_id=2, max_len=5))
+    assert cur.tolist() == [[6, 7]] and prev.tolist() == [[1, 5, 2]] and nxt.tolist() == [[1, 8, 2]]
+
+
+def test_neighbour_blocks_mark_context_sentences_of_the_same_document():
+    docs = [[[3], [4], [5]], [[6], [7]]]
+    blocks = list(neighbour_blocks(docs, batch_size=5, pad_id=0, max_len=4, context=1, seed=0))
+    assert len(blocks) == 1
+    ids, positive = blocks[0]
+    first = ids[:, 0].tolist()
+    doc_of = {3: 0, 4: 0, 5: 0, 6: 1, 7: 1}
+    for i in range(5):
+        for j in range(5):
+            same = doc_of[first[i]] == doc_of[first[j]]
+            assert bool(positive[i, j]) == (same and abs(first[i] - first[j]) == 1)
