@@ -4,6 +4,7 @@ out, Quick-thoughts' loss against a hand computation, both learning a batch, and
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 import torch
@@ -12,7 +13,8 @@ from shoulders.config import ConfigError
 from shoulders.models.quick_thoughts import QuickThoughtsConfig, neighbour_loss
 from shoulders.models.sentence_encoders import RecurrentSentenceEncoder, pool_states
 from shoulders.models.skip_thoughts import SkipThoughtsConfig
-from shoulders.text.sentences import neighbour_blocks, neighbour_triples, split_sentences, wikitext_documents
+from shoulders.recipes.sentence_vectors import neural_encoder, sentence_corpus, train_quick_thoughts, train_skip_thoughts
+from shoulders.text.sentences import NeighbourBlocks, NeighbourTriples, split_sentences, wikitext_documents
 
 
 @pytest.mark.parametrize("cell", ["gru", "lstm"])
@@ -117,14 +119,19 @@ def test_sentences_and_documents_from_wikitext_lines():
 
 def test_neighbour_triples_frame_the_neighbours():
     docs = [[[5], [6, 7], [8]], [[9], [10]]]  # the second document has no middle sentence
-    (cur, prev, nxt), = list(neighbour_triples(docs, 8, pad_id=0, bos_id=1, eos_id=2, max_len=5))
+    triples = NeighbourTriples(docs, 8, pad_id=0, bos_id=1, eos_id=2, max_len=5, seed=0)
+    (cur, prev, nxt), = list(triples)
+    assert len(triples) == 1
     assert cur.tolist() == [[6, 7]] and prev.tolist() == [[1, 5, 2]] and nxt.tolist() == [[1, 8, 2]]
 
 
 def test_neighbour_blocks_mark_context_sentences_of_the_same_document():
     docs = [[[3], [4], [5]], [[6], [7]]]
-    blocks = list(neighbour_blocks(docs, batch_size=5, pad_id=0, max_len=4, context=1, seed=0))
-    assert len(blocks) == 1
+    batches = NeighbourBlocks(docs, batch_size=5, pad_id=0, max_len=4, context=1, seed=0)
+    blocks = list(batches)
+    assert len(blocks) == len(batches) == 1
+    assert len(NeighbourBlocks(docs, batch_size=4, pad_id=0, max_len=4)) == 1  # a last block of one is dropped
+    assert len(NeighbourBlocks(docs, batch_size=3, pad_id=0, max_len=4)) == 2
     ids, positive = blocks[0]
     first = ids[:, 0].tolist()
     doc_of = {3: 0, 4: 0, 5: 0, 6: 1, 7: 1}
@@ -132,3 +139,26 @@ def test_neighbour_blocks_mark_context_sentences_of_the_same_document():
         for j in range(5):
             same = doc_of[first[i]] == doc_of[first[j]]
             assert bool(positive[i, j]) == (same and abs(first[i] - first[j]) == 1)
+
+
+def test_recipes_train_time_and_encode(one_thread):
+    rng = random.Random(0)
+    lines = []
+    for a in range(12):  # articles whose sentences follow a pattern: sentence k uses words k*5 .. k*5+4
+        lines.append(f"= Article {a} =".split())
+        lines.append(" ".join(" ".join(rng.choices([f"w{k * 5 + j}" for j in range(5)], k=4)) + " ."
+                              for k in range(6)).split())
+    corpus = sentence_corpus(50, lines)
+    assert len(corpus.docs) == 12 and corpus.sentences == 72 and corpus.vocab["<pad>"] == 0
+    for train, cfg in ((train_skip_thoughts, SkipThoughtsConfig(vocab_size=50, d_embed=8, hidden=16, batch_size=16,
+                                                                epochs=8, lr=1e-2)),
+                       (train_quick_thoughts, QuickThoughtsConfig(vocab_size=50, d_embed=8, hidden=16, batch_size=12,
+                                                                  epochs=8, lr=1e-2))):
+        model, history, per_epoch = train(cfg, corpus, progress=False)
+        losses = history.series("loss")[1]
+        assert losses[-3:].mean() < losses[:3].mean() and per_epoch > 0
+        vectors = neural_encoder(model, corpus)(["w0 w1 w2 .", "w25 w26 unknownword ."])
+        assert vectors.shape == (2, 16 if isinstance(cfg, SkipThoughtsConfig) else 32)  # QT: [f(s) ; g(s)]
+        assert torch.isfinite(vectors).all()
+    with pytest.raises(ValueError, match="words but the model"):
+        train_skip_thoughts(SkipThoughtsConfig(vocab_size=10, d_embed=4, hidden=4), corpus, progress=False)

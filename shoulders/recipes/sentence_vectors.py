@@ -5,23 +5,40 @@ the small SentEval (:mod:`shoulders.evaluate.senteval`) as frozen encoders.
   SGD (:func:`~shoulders.recipes.word_vectors.train_word2vec`: the same batches, rate decay and Hogwild workers);
 * :func:`infer_vectors` -- the inference stage (§2.2): new paragraph vectors fitted to unseen text with the word
   and output vectors frozen, the rate decayed linearly as in training (gensim's ``infer_vector``);
-* :func:`paragraph_encoder` -- a SentEval encoder: raw sentences -> tokens -> inferred vectors.
+* :func:`paragraph_encoder` -- a SentEval encoder: raw sentences -> tokens -> inferred vectors;
+* :func:`sentence_corpus` -- WikiText-2's articles as documents of sentences of ids (BookCorpus, the papers'
+  text, is not distributed any more), the training text of the neural encoders;
+* :func:`train_skip_thoughts` / :func:`train_quick_thoughts` -- Skip-thoughts (Kiros et al. 2015) and
+  Quick-thoughts (Logeswaran & Lee 2018) trained with Adam through :func:`shoulders.train.fit`, timed per epoch;
+* :func:`neural_encoder` -- either one as a SentEval encoder (``model.encode`` on padded ids, eval mode).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
+from torch import nn
 
+from .. import data
 from ..models.paragraph_vectors import ParagraphVectorConfig, ParagraphVectors, prepare_documents
+from ..models.quick_thoughts import QuickThoughts, QuickThoughtsConfig
+from ..models.skip_thoughts import SkipThoughts, SkipThoughtsConfig
 from ..models.word2vec import WordCorpus
+from ..text.pad import pad_sequences
+from ..text.sentences import NeighbourBlocks, NeighbourTriples, wikitext_documents
 from ..text.tokenize import simple_words
 from ..text.vocab import Vocab
 from ..train.history import History
+from ..train.loop import fit
 from .word_vectors import train_word2vec
 
-__all__ = ["infer_vectors", "paragraph_encoder", "train_paragraph_vectors"]
+__all__ = ["SENTENCE_SPECIALS", "SentenceCorpus", "infer_vectors", "neural_encoder", "paragraph_encoder",
+           "sentence_corpus", "train_paragraph_vectors", "train_quick_thoughts", "train_skip_thoughts"]
+
+SENTENCE_SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")  # padding is id 0, as the configs' pad_id
 
 
 def train_paragraph_vectors(cfg: ParagraphVectorConfig, docs: Sequence[Sequence[str]], *, progress: bool = True,
@@ -71,5 +88,83 @@ def paragraph_encoder(model: ParagraphVectors, vocab: Vocab, tokenize: Callable[
     split by ``tokenize`` and gets an inferred paragraph vector (:func:`infer_vectors`)."""
     def encode(sentences: Sequence[str]) -> torch.Tensor:
         return infer_vectors(model, vocab, [tokenize(s) for s in sentences], epochs, seed=seed).cpu()
+
+    return encode
+
+
+@dataclasses.dataclass
+class SentenceCorpus:
+    """Documents of sentences of ids over ``vocab`` (lower-cased words; :data:`SENTENCE_SPECIALS` first)."""
+
+    docs: list[list[list[int]]]
+    vocab: Vocab
+
+    @property
+    def sentences(self) -> int:
+        return sum(len(d) for d in self.docs)
+
+    def ids(self, sentences: Sequence[str], max_len: int,
+            tokenize: Callable[[str], list[str]] = simple_words) -> torch.Tensor:
+        """Raw sentences -> padded ids ``(B, T)`` (at most ``max_len`` words; an empty sentence becomes ``<unk>``)."""
+        rows = [self.vocab.encode(tokenize(s)[:max_len]) or [self.vocab.unk_id] for s in sentences]
+        return pad_sequences(rows, self.vocab[SENTENCE_SPECIALS[0]])[0]
+
+
+def sentence_corpus(vocab_size: int, lines: Iterable[Sequence[str]] | None = None, min_len: int = 3) -> SentenceCorpus:
+    """WikiText-2 train (or ``lines``: WikiText-style lines of tokens) as documents of sentences
+    (:func:`~shoulders.text.sentences.wikitext_documents`), lower-cased, over its ``vocab_size`` most frequent
+    words and the specials; other words are ``<unk>``."""
+    lines = data.wikitext2("train", eos=None) if lines is None else lines
+    docs = wikitext_documents([[t.lower() for t in line] for line in lines], min_len)
+    if not docs:
+        raise ValueError("no document with two sentences in the text")
+    vocab = Vocab.build((s for d in docs for s in d), specials=SENTENCE_SPECIALS, unk="<unk>", max_size=vocab_size)
+    return SentenceCorpus([[vocab.encode(s) for s in d] for d in docs], vocab)
+
+
+def _train(model: nn.Module, batches: Any, cfg: Any, progress: bool, **fit_kwargs: Any) -> tuple[History, float]:
+    """Adam at ``cfg.lr`` with the gradient clipped at ``cfg.clip`` for ``cfg.epochs`` passes; returns the history
+    and the seconds one epoch took (the mean over the epochs)."""
+    t0 = time.perf_counter()
+    history = fit(model, batches, torch.optim.Adam(model.parameters(), lr=cfg.lr), steps=cfg.epochs * len(batches),
+                  clip=cfg.clip, progress=progress, seed=cfg.seed, **fit_kwargs)
+    return history, (time.perf_counter() - t0) / cfg.epochs
+
+
+def train_skip_thoughts(cfg: SkipThoughtsConfig, corpus: SentenceCorpus, *, progress: bool = True,
+                        **fit_kwargs: Any) -> tuple[SkipThoughts, History, float]:
+    """Skip-thoughts on ``corpus`` (every sentence with both neighbours, shuffled each epoch); returns the model
+    (eval mode), the history and the seconds per epoch."""
+    if len(corpus.vocab) > cfg.vocab_size:
+        raise ValueError(f"the corpus has {len(corpus.vocab)} words but the model {cfg.vocab_size}")
+    v = corpus.vocab
+    batches = NeighbourTriples(corpus.docs, cfg.batch_size, v["<pad>"], v["<s>"], v["</s>"], cfg.max_len)
+    model = cfg.build()
+    history, per_epoch = _train(model, batches, cfg, progress, **fit_kwargs)
+    return model.eval(), history, per_epoch
+
+
+def train_quick_thoughts(cfg: QuickThoughtsConfig, corpus: SentenceCorpus, *, progress: bool = True,
+                         **fit_kwargs: Any) -> tuple[QuickThoughts, History, float]:
+    """Quick-thoughts on ``corpus`` (blocks of consecutive sentences, documents shuffled each epoch); returns the
+    model (eval mode), the history and the seconds per epoch."""
+    if len(corpus.vocab) > cfg.vocab_size:
+        raise ValueError(f"the corpus has {len(corpus.vocab)} words but the model {cfg.vocab_size}")
+    batches = NeighbourBlocks(corpus.docs, cfg.batch_size, corpus.vocab["<pad>"], cfg.max_len, cfg.context)
+    model = cfg.build()
+    history, per_epoch = _train(model, batches, cfg, progress, **fit_kwargs)
+    return model.eval(), history, per_epoch
+
+
+def neural_encoder(model: SkipThoughts | QuickThoughts, corpus: SentenceCorpus, max_len: int = 60,
+                   tokenize: Callable[[str], list[str]] = simple_words) -> Callable[[Sequence[str]], torch.Tensor]:
+    """A frozen SentEval encoder: raw sentences -> :meth:`SentenceCorpus.ids` -> ``model.encode`` (eval mode, no
+    gradient), on the model's device."""
+    dev = next(model.parameters()).device
+
+    def encode(sentences: Sequence[str]) -> torch.Tensor:
+        model.eval()
+        with torch.no_grad():
+            return model.encode(corpus.ids(sentences, max_len, tokenize).to(dev)).float().cpu()
 
     return encode

@@ -17,7 +17,7 @@ import torch
 
 from .pad import pad_sequences
 
-__all__ = ["END_OF_SENTENCE", "neighbour_blocks", "neighbour_triples", "split_sentences", "wikitext_documents"]
+__all__ = ["END_OF_SENTENCE", "NeighbourBlocks", "NeighbourTriples", "split_sentences", "wikitext_documents"]
 
 END_OF_SENTENCE = frozenset({".", "?", "!"})
 
@@ -56,46 +56,79 @@ def wikitext_documents(lines: Sequence[Sequence[str]], min_len: int = 3) -> list
     return docs
 
 
-def neighbour_triples(docs: Sequence[Sequence[Sequence[int]]], batch_size: int, pad_id: int, bos_id: int,
-                      eos_id: int, max_len: int, seed: int = 0) -> Iterator[tuple[torch.Tensor, ...]]:
-    """One epoch of Skip-thoughts batches, shuffled with ``seed``: every sentence with a sentence before and after
-    it in its document, as ``(current (B, T), previous (B, T'), next (B, T''))`` -- the current sentence as ids
-    (at most ``max_len``), each neighbour as ``<s> ids </s>`` (the decoder reads all but the last, predicts all but
-    the first). ``docs``: documents of sentences of token ids."""
-    triples = [(d, i) for d, doc in enumerate(docs) for i in range(1, len(doc) - 1)]
-    if not triples:
-        raise ValueError("no sentence has a neighbour on both sides: documents need at least three sentences")
-    random.Random(seed).shuffle(triples)
-
-    def framed(s: Sequence[int]) -> list[int]:
-        return [bos_id, *s[: max_len], eos_id]
-
-    for b in range(0, len(triples), batch_size):
-        chunk = triples[b: b + batch_size]
-        cur, _ = pad_sequences([docs[d][i][: max_len] for d, i in chunk], pad_id)
-        prev, _ = pad_sequences([framed(docs[d][i - 1]) for d, i in chunk], pad_id)
-        nxt, _ = pad_sequences([framed(docs[d][i + 1]) for d, i in chunk], pad_id)
-        yield cur, prev, nxt
+def _shuffled(items: list, seed: int | None) -> list:
+    """``items`` shuffled by ``random.Random(seed)``, or by the global ``random`` when ``seed`` is None (the lane
+    :func:`shoulders.train.fit` seeds per epoch)."""
+    items = list(items)
+    (random.Random(seed) if seed is not None else random).shuffle(items)
+    return items
 
 
-def neighbour_blocks(docs: Sequence[Sequence[Sequence[int]]], batch_size: int, pad_id: int, max_len: int,
-                     context: int = 1, seed: int = 0) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """One epoch of Quick-thoughts batches: the documents in an order shuffled with ``seed``, read as one stream
-    of sentences cut into blocks of ``batch_size`` consecutive sentences, each block
-    ``(ids (B, T), positive (B, B))`` -- ``positive[i, j]`` is True when sentence j lies within ``context``
-    sentences of sentence i in the same document (j != i): the targets among the block's candidates."""
-    if context < 1 or batch_size < 2:
-        raise ValueError(f"need context >= 1 and batch_size >= 2, got {context}, {batch_size}")
-    order = list(range(len(docs)))
-    random.Random(seed).shuffle(order)
-    stream = [(d, i) for d in order for i in range(len(docs[d]))]
-    for b in range(0, len(stream) - 1, batch_size):
-        chunk = stream[b: b + batch_size]
-        if len(chunk) < 2:
-            break
-        ids, _ = pad_sequences([docs[d][i][: max_len] for d, i in chunk], pad_id)
+class NeighbourTriples:
+    """Skip-thoughts batches, one epoch per ``iter()``: every sentence with a sentence before and after it in its
+    document, in shuffled order, as ``(current (B, T), previous (B, T'), next (B, T''))`` -- the current sentence
+    as ids (at most ``max_len``), each neighbour as ``<s> ids </s>`` (the decoder reads all but the last and
+    predicts all but the first). ``docs``: documents of sentences of token ids. ``seed`` fixes the order of every
+    epoch; None draws it from the global ``random`` (seeded per epoch by :func:`shoulders.train.fit`)."""
+
+    draws_at_iter = True  # the epoch's order is drawn when iter() is called (shoulders.train.stream)
+
+    def __init__(self, docs: Sequence[Sequence[Sequence[int]]], batch_size: int, pad_id: int, bos_id: int,
+                 eos_id: int, max_len: int, seed: int | None = None):
+        self.triples = [(d, i) for d, doc in enumerate(docs) for i in range(1, len(doc) - 1)]
+        if not self.triples:
+            raise ValueError("no sentence has a neighbour on both sides: documents need at least three sentences")
+        self.docs, self.batch_size, self.max_len, self.seed = docs, int(batch_size), int(max_len), seed
+        self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
+
+    def __len__(self) -> int:
+        return -(-len(self.triples) // self.batch_size)
+
+    def _framed(self, s: Sequence[int]) -> list[int]:
+        return [self.bos_id, *s[: self.max_len], self.eos_id]
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, ...]]:
+        order = _shuffled(self.triples, self.seed)
+        return (self._batch(order[b: b + self.batch_size]) for b in range(0, len(order), self.batch_size))
+
+    def _batch(self, chunk: list[tuple[int, int]]) -> tuple[torch.Tensor, ...]:
+        docs = self.docs
+        cur, _ = pad_sequences([docs[d][i][: self.max_len] for d, i in chunk], self.pad_id)
+        prev, _ = pad_sequences([self._framed(docs[d][i - 1]) for d, i in chunk], self.pad_id)
+        nxt, _ = pad_sequences([self._framed(docs[d][i + 1]) for d, i in chunk], self.pad_id)
+        return cur, prev, nxt
+
+
+class NeighbourBlocks:
+    """Quick-thoughts batches, one epoch per ``iter()``: the documents in shuffled order, read as one stream of
+    sentences cut into blocks of ``batch_size`` consecutive sentences, each block ``(ids (B, T), positive (B, B))``
+    -- ``positive[i, j]`` is True when sentence j lies within ``context`` sentences of sentence i in the same
+    document (j != i): the targets among the block's candidates. ``seed`` as :class:`NeighbourTriples`."""
+
+    draws_at_iter = True
+
+    def __init__(self, docs: Sequence[Sequence[Sequence[int]]], batch_size: int, pad_id: int, max_len: int,
+                 context: int = 1, seed: int | None = None):
+        if context < 1 or batch_size < 2:
+            raise ValueError(f"need context >= 1 and batch_size >= 2, got {context}, {batch_size}")
+        self.docs, self.batch_size, self.pad_id, self.max_len = docs, int(batch_size), pad_id, int(max_len)
+        self.context, self.seed = int(context), seed
+        self.sentences = sum(len(d) for d in docs)
+        if self.sentences < 2:
+            raise ValueError("Quick-thoughts needs at least two sentences")
+
+    def __len__(self) -> int:
+        return -(-self.sentences // self.batch_size) - (self.sentences % self.batch_size == 1)
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        order = _shuffled(range(len(self.docs)), self.seed)
+        stream = [(d, i) for d in order for i in range(len(self.docs[d]))]
+        return (self._block(stream[b: b + self.batch_size]) for b in range(0, len(stream), self.batch_size)
+                if len(stream) - b >= 2)
+
+    def _block(self, chunk: list[tuple[int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        ids, _ = pad_sequences([self.docs[d][i][: self.max_len] for d, i in chunk], self.pad_id)
         doc = torch.tensor([d for d, _ in chunk])
         pos = torch.tensor([i for _, i in chunk])
         gap = (pos[:, None] - pos[None, :]).abs()  # (B, B)
-        positive = (doc[:, None] == doc[None, :]) & (gap >= 1) & (gap <= context)
-        yield ids, positive
+        return ids, (doc[:, None] == doc[None, :]) & (gap >= 1) & (gap <= self.context)
