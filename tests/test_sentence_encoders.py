@@ -13,7 +13,8 @@ from shoulders.config import ConfigError
 from shoulders.models.quick_thoughts import QuickThoughtsConfig, neighbour_loss
 from shoulders.models.sentence_encoders import RecurrentSentenceEncoder, pool_states
 from shoulders.models.skip_thoughts import SkipThoughtsConfig
-from shoulders.recipes.sentence_vectors import neural_encoder, sentence_corpus, train_quick_thoughts, train_skip_thoughts
+from shoulders.recipes.sentence_vectors import (neural_encoder, sentence_corpus, train_quick_thoughts,
+                                                train_skip_thoughts)
 from shoulders.text.sentences import NeighbourBlocks, NeighbourTriples, split_sentences, wikitext_documents
 
 
