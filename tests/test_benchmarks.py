@@ -113,3 +113,16 @@ def test_word2vec_smallest():
             ratio = ours[0].rstrip(" |").split(" | ")[-2]
             assert float(ratio) > 0, ours[0]
     assert "load average at start:" in out and "load average at the end:" in out
+
+
+@NO_WIKITEXT
+@pytest.mark.skipif(mirror_folder("sst-trees") is None, reason="no SST trees in the offline mirror")
+def test_doc2vec_tiny():
+    gensim = importlib.util.find_spec("gensim") is not None
+    out = run("benchmarks/doc2vec.py", "--tiny", *([] if gensim else ["--no-gensim"]))
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert any(line.startswith("| shoulders | ") for line in rows)
+    if gensim:  # the quality ratio per task and the speed ratios, as numbers
+        ratio = next(line for line in rows if line.startswith("| | "))
+        assert all(float(x) > 0 for x in ratio.strip(" |").split(" | "))
+    assert "load average at start:" in out and "load average at the end:" in out
