@@ -18,6 +18,7 @@ from shoulders.models.bert import BertConfig
 from shoulders.models.cw import CWConfig
 from shoulders.models.fasttext import FastTextConfig, SubwordConfig
 from shoulders.models.glove import GloVeConfig
+from shoulders.models.infersent import InferSentConfig
 from shoulders.models.nnlm import NGramLMConfig
 from shoulders.models.paragraph_vectors import ParagraphVectorConfig
 from shoulders.models.quick_thoughts import QuickThoughtsConfig
@@ -65,6 +66,8 @@ def expected_shapes(cfg):
                                                                      (cfg.batch_words, 1 + 2 * cfg.window)]
     if isinstance(cfg, SkipThoughtsConfig):  # a sentence, and its neighbours framed by <s> ... </s>
         return [(cfg.batch_size, cfg.max_len), (cfg.batch_size, cfg.max_len + 2), (cfg.batch_size, cfg.max_len + 2)]
+    if isinstance(cfg, InferSentConfig):  # premises, hypotheses, labels
+        return [(cfg.batch_size, cfg.max_len), (cfg.batch_size, cfg.max_len), (cfg.batch_size,)]
     if isinstance(cfg, QuickThoughtsConfig):  # a block of consecutive sentences and which are each other's context
         return [(cfg.batch_size, cfg.max_len), (cfg.batch_size, cfg.batch_size)]
     if isinstance(cfg, FastTextConfig):

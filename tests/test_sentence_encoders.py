@@ -1,4 +1,4 @@
-"""Chapter 7's context-based sentence encoders: the recurrent trunk (padding never reaches a vector; the last state
+"""Chapters 7-8's sentence encoders: the recurrent trunk (padding never reaches a vector; the last state
 is the state at each sentence's own end), Skip-thoughts' conditional decoder GRU against the paper's eqs. 4-6 written
 out, Quick-thoughts' loss against a hand computation, both learning a batch, and the sentence/neighbour batches."""
 from __future__ import annotations
@@ -10,9 +10,12 @@ import pytest
 import torch
 
 from shoulders.config import ConfigError
+from shoulders.models.infersent import InferSentConfig
 from shoulders.models.quick_thoughts import QuickThoughtsConfig, neighbour_loss
 from shoulders.models.sentence_encoders import RecurrentSentenceEncoder, pool_states
 from shoulders.models.skip_thoughts import SkipThoughtsConfig
+from shoulders.models.universal_encoder import (BIGRAM_HASH_PRIME, DeepAveragingNetwork, TransformerSentenceEncoder,
+                                                hashed_bigrams)
 from shoulders.recipes.sentence_vectors import (neural_encoder, sentence_corpus, train_quick_thoughts,
                                                 train_skip_thoughts)
 from shoulders.text.sentences import NeighbourBlocks, NeighbourTriples, split_sentences, wikitext_documents
@@ -163,3 +166,48 @@ def test_recipes_train_time_and_encode(one_thread):
         assert torch.isfinite(vectors).all()
     with pytest.raises(ValueError, match="words but the model"):
         train_skip_thoughts(SkipThoughtsConfig(vocab_size=10, d_embed=4, hidden=4), corpus, progress=False)
+
+
+# -- chapter 8's encoders: InferSent's classifier, the DAN and the Transformer encoder ------------------------------
+def test_dan_averages_words_and_bigrams_of_the_real_words_only(one_thread):
+    torch.manual_seed(0)
+    dan = DeepAveragingNetwork(10, 4, 8, 6, layers=2, buckets=7)
+    ids = torch.tensor([[3, 4, 5, 0, 0]])
+    rows, both = hashed_bigrams(ids, ids != 0, 10, 7)
+    assert both.tolist() == [[True, True, False, False]]
+    assert rows[0, 0] == 10 + (3 * BIGRAM_HASH_PRIME + 4) % 7
+    want = dan.embed.weight[[3, 4, 5, int(rows[0, 0]), int(rows[0, 1])]].mean(0)
+    torch.testing.assert_close(dan.average(ids)[0], want)
+    torch.testing.assert_close(dan(ids), dan(ids[:, :3]))  # padding changes nothing
+    assert dan(ids).shape == (1, 6)
+
+
+def test_transformer_encoder_sums_over_words_divided_by_sqrt_length(one_thread):
+    torch.manual_seed(0)
+    enc = TransformerSentenceEncoder(12, d_model=8, n_heads=2, d_ff=16, layers=1, dropout=0.0).eval()
+    ids = torch.tensor([[3, 4, 5, 6, 0, 0], [7, 8, 9, 10, 11, 2]])
+    torch.testing.assert_close(enc(ids)[:1], enc(ids[:1, :4]))  # padding changes nothing
+    # the sentence vector is the sum of its 4 positions' top states divided by sqrt(4)
+    x = enc.embed(ids[:1, :4]) * math.sqrt(8) + enc.positions(4)
+    h, _ = enc.encoder(x)
+    torch.testing.assert_close(enc(ids[:1, :4])[0], h[0].sum(0) / 2.0)
+
+
+def test_nli_classifier_reads_pair_features_of_one_encoder(one_thread):
+    torch.manual_seed(0)
+    cfg = InferSentConfig(vocab_size=30, d_embed=8, hidden=6, mlp=10)
+    model = cfg.build()
+    assert model.classifier[1].in_features == 4 * 12  # [u, v, |u - v|, u * v] of a 2 x 6 BiLSTM-max
+    p, h, y = cfg.example_batch(5)
+    u, v = model.encoder(p), model.encoder(h)
+    torch.testing.assert_close(model.logits(p, h), model.classifier(torch.cat([u, v, (u - v).abs(), u * v], -1)))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    first = float(model(p, h, y).detach())
+    for _ in range(50):
+        opt.zero_grad()
+        loss = model(p, h, y)
+        loss.backward()
+        opt.step()
+    assert float(loss.detach()) < 0.2 * first
+    with pytest.raises(ConfigError, match="pooling"):
+        InferSentConfig(pooling="sum")

@@ -6,7 +6,7 @@ fitted on the training vectors, its L2 penalty chosen on a validation set from o
 that penalty is the score. Pair tasks use InferSent's features (Conneau et al. 2017, §3.2) of the two sentence
 vectors u and v:
 
-    [u, v, |u - v|, u * v]                                                      (:func:`pair_features`)
+    [u, v, |u - v|, u * v]                       (:func:`shoulders.models.infersent.pair_features`, re-exported)
 
 Three tasks, the same splits and the same grid for every encoder:
 
@@ -37,6 +37,7 @@ from tqdm.auto import tqdm
 from ..config import Config, ConfigError
 from ..data.sentiment import sst_trees
 from ..data.tasks import snli
+from ..models.infersent import pair_features
 from ..text.tokenize import simple_words
 from .ledger import record as record_result
 from .probe import fit_probe
@@ -186,13 +187,6 @@ def _pairs(data: tuple[list[str], list[str], list[int]]) -> SentSplit:
 def _subset(split: SentSplit, keep: Sequence[int]) -> SentSplit:
     return SentSplit([split.a[i] for i in keep], [split.labels[i] for i in keep],
                      None if split.b is None else [split.b[i] for i in keep])
-
-
-def pair_features(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """InferSent's pair features ``[u, v, |u - v|, u * v]`` ``(N, 4d)`` of sentence vectors ``u``, ``v`` ``(N, d)``."""
-    if u.shape != v.shape or u.dim() != 2:
-        raise ValueError(f"u and v must both be (N, d), got {tuple(u.shape)} and {tuple(v.shape)}")
-    return torch.cat([u, v, (u - v).abs(), u * v], dim=-1)
 
 
 @dataclasses.dataclass
