@@ -298,3 +298,23 @@ def test_config_errors():
         w2v.Word2VecConfig(output="nce")
     with pytest.raises(ConfigError):
         w2v.Word2VecConfig.preset("smoke", windows=3)
+
+
+@pytest.mark.parametrize("name", ["word2vec", "fasttext"])
+def test_the_vector_giants_train_once_and_load_the_same_vectors(name, tmp_path, monkeypatch, one_thread):
+    import shoulders as sh
+    from shoulders.models.fasttext import SubwordConfig
+
+    monkeypatch.setenv("SHOULDERS_GIANTS", str(tmp_path / "giants"))
+    cls = w2v.Word2VecConfig if name == "word2vec" else SubwordConfig
+    cfg = cls.preset("smoke").replace(train_tokens=30_000, epochs=2, workers=1)
+    first = sh.giants.load(name, cfg, progress=False)
+    assert first.trained and "analogy" in first.metrics and "ws353" in first.metrics
+    loss = first.history.series("loss")[1]
+    assert loss[-1] < loss[0], f"{name}: the loss did not fall"
+    second = sh.giants.load(name, cfg, progress=False)
+    assert not second.trained and second.tokenizer.tokens == first.tokenizer.tokens
+    assert torch.equal(second.model.vectors(), first.model.vectors())
+    assert second.model.vectors().shape == (len(second.tokenizer), cfg.dim)
+    if name == "fasttext":  # a word never seen still gets a vector from its character n-grams
+        assert second.model.word_vector("unseenwordzz").shape == (cfg.dim,)

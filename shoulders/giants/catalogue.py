@@ -15,7 +15,9 @@ from torch import nn
 
 from ..config import Config
 from ..data.entry import Dataset
+from ..models.fasttext import SubwordConfig
 from ..models.glove import GloVeConfig
+from ..models.word2vec import Word2VecConfig
 from ..models.awd_lstm import AWDLSTMConfig
 from ..recipes import awd_lstm, bert, elmo, gpt, transformer_xl, word_vectors, xlnet
 from ..recipes.artefact import Artefact
@@ -101,6 +103,34 @@ GLOVE = Giant(
     minutes={"smoke": 1, "cpu": 7, "full": 15},
 )
 
+WORD2VEC = Giant(
+    name="word2vec",
+    title="word2vec skip-gram vectors with negative sampling of WikiText-2 (text8 at full) (Mikolov et al. 2013): "
+          "chapter 4's recipe",
+    chapter="4 (word2vec)",
+    config=Word2VecConfig,
+    train=word_vectors.word2vec_giant,
+    build=word_vectors.build_word2vec,
+    tokenizer=Vocab,
+    tokenizer_file="vocab.json",
+    data=("wikitext-2", "text8"),  # text8 at full only
+    minutes={"smoke": 1, "cpu": 3, "full": 10},
+)
+
+FASTTEXT = Giant(
+    name="fasttext",
+    title="fastText subword skip-gram vectors (character 3- to 6-grams) of WikiText-2 (text8 at full) "
+          "(Bojanowski et al. 2017): chapter 6's recipe",
+    chapter="6 (fastText)",
+    config=SubwordConfig,
+    train=word_vectors.subword_giant,
+    build=word_vectors.build_subword,
+    tokenizer=Vocab,
+    tokenizer_file="vocab.json",
+    data=("wikitext-2", "text8"),  # text8 at full only
+    minutes={"smoke": 1, "cpu": 5, "full": 10},
+)
+
 AWD_LSTM = Giant(
     name="awd_lstm",
     title="The AWD-LSTM language model pre-trained on WikiText-2 (Merity et al. 2018): ULMFiT's first stage",
@@ -160,7 +190,8 @@ XLNET = Giant(
     minutes={"smoke": 1, "cpu": 52, "full": 60},
 )
 
-_CATALOGUE: dict[str, Giant] = {g.name: g for g in (BERT, GLOVE, ELMO, AWD_LSTM, GPT, TRANSFORMER_XL, XLNET)}
+_CATALOGUE: dict[str, Giant] = {g.name: g for g in (WORD2VEC, GLOVE, FASTTEXT, ELMO, AWD_LSTM, GPT, TRANSFORMER_XL,
+                                                     XLNET, BERT)}
 CATALOGUE: Mapping[str, Giant] = MappingProxyType(_CATALOGUE)
 """Every giant of the book by name (read-only; :func:`register` adds one)."""
 

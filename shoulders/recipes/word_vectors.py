@@ -8,6 +8,9 @@
   (:class:`~shoulders.models.fasttext.SubwordSkipGram`, Bojanowski et al. 2017) alike. It keeps its own update
   rule, not an optimiser, but shares :func:`shoulders.train.fit`'s progress bar, history and evaluation hook
   (:class:`~shoulders.train.Tracker`);
+* :func:`word2vec_giant` / :func:`build_word2vec`, :func:`subword_giant` / :func:`build_subword` -- chapter 4's
+  skip-gram and chapter 6's subword skip-gram as giants (the ``word2vec`` and ``fasttext`` vectors later chapters
+  average or start from: the sentence-vector baselines of chapter 7, chapter 16's embeddings);
 * :func:`train_glove` -- GloVe's AdaGrad (Pennington et al. 2014) through :func:`shoulders.train.fit`;
   :func:`glove_giant` / :func:`build_glove` -- the ``glove`` giant (chapter 5's vectors, for later chapters);
 * :func:`train_classifier` -- fastText's text classifier (Joulin et al. 2017): SGD on *sparse* gradients with a
@@ -29,17 +32,17 @@ from torch import nn
 
 from .. import data
 from ..evaluate.words import analogy, group_precision, word_similarity
-from ..models.fasttext import FastTextClassifier, FastTextConfig
+from ..models.fasttext import FastTextClassifier, FastTextConfig, SubwordConfig, SubwordSkipGram
 from ..models.glove import Cooccurrence, GloVe, GloVeConfig
-from ..models.word2vec import Word2VecConfig, WordCorpus, prepare_corpus
+from ..models.word2vec import Word2Vec, Word2VecConfig, WordCorpus, prepare_corpus
 from ..train.history import History
 from ..train.loop import fit
 from ..train.progress import Tracker
 from ..train.schedules import linear_warmup_decay
 from .artefact import Artefact
 
-__all__ = ["CORPORA", "build_glove", "corpus_lines", "glove_giant", "prepare", "scores", "train_classifier",
-           "train_glove", "train_word2vec"]
+__all__ = ["CORPORA", "build_glove", "build_subword", "build_word2vec", "corpus_lines", "glove_giant", "prepare",
+           "scores", "subword_giant", "train_classifier", "train_glove", "train_word2vec", "word2vec_giant"]
 
 CORPORA = ("wikitext-2", "text8")
 LOG_EVERY = 20  # word2vec's history: one row (mean loss per prediction, lr, words/s) every this many batches
@@ -260,6 +263,43 @@ def glove_giant(cfg: GloVeConfig, *, device: Any = None, progress: bool = True, 
                     metrics={"final_loss": history.last("loss")},
                     facts={"corpus": cfg.corpus, "tokens": len(corpus), "vocabulary": len(corpus.vocab),
                            "non-zero entries of X": len(cooc)})
+
+def build_word2vec(cfg: Word2VecConfig, vocab: Any) -> Word2Vec:
+    """An untrained word2vec for ``vocab``'s words (their counts shape the noise distribution): what a cached
+    ``word2vec`` giant's weights are loaded into."""
+    return cfg.build(torch.as_tensor(vocab.count_array()))
+
+
+def build_subword(cfg: SubwordConfig, vocab: Any) -> SubwordSkipGram:
+    """An untrained subword skip-gram for ``vocab``'s words: what a cached ``fasttext`` giant is loaded into."""
+    return cfg.build(vocab.tokens, torch.as_tensor(vocab.count_array()))
+
+
+def _vector_giant(cfg: Any, build: Callable[[Any, Any], nn.Module], device: Any, progress: bool,
+                  **train_kwargs: Any) -> Artefact:
+    corpus = prepare(cfg)
+    model = build(cfg, corpus.vocab)
+    history = train_word2vec(model, corpus, cfg, progress=progress, device=device, **train_kwargs)
+    model = model.cpu()
+    return Artefact(model=model, history=history, tokenizer=corpus.vocab,
+                    metrics={k: float(v) for k, v in scores(model.vectors(), corpus.vocab.tokens).items()},
+                    facts={"corpus": cfg.corpus, "tokens": len(corpus), "vocabulary": len(corpus.vocab),
+                           "epochs": cfg.epochs, "Hogwild workers": cfg.workers})
+
+
+def word2vec_giant(cfg: Word2VecConfig, *, device: Any = None, progress: bool = True, **train_kwargs: Any
+                   ) -> Artefact:
+    """Chapter 4's skip-gram (or CBOW) with word2vec.c's SGD on ``cfg.corpus`` as a giant; the metrics are
+    chapter 4's scores (:func:`scores`). The vectors are ``model.vectors()``, the words ``tokenizer.tokens``."""
+    return _vector_giant(cfg, build_word2vec, device, progress, **train_kwargs)
+
+
+def subword_giant(cfg: SubwordConfig, *, device: Any = None, progress: bool = True, **train_kwargs: Any
+                  ) -> Artefact:
+    """Chapter 6's subword skip-gram (Bojanowski et al. 2017) as a giant; ``model.word_vector(w)`` gives any
+    word's vector, seen in training or not."""
+    return _vector_giant(cfg, build_subword, device, progress, **train_kwargs)
+
 
 # -- fastText's classifier ---------------------------------------------------------------------------------------
 def train_classifier(model: FastTextClassifier, batches: Any, cfg: FastTextConfig | None = None, *,
