@@ -161,7 +161,7 @@ def test_recipes_train_time_and_encode(one_thread):
         model, history, per_epoch = train(cfg, corpus, progress=False)
         losses = history.series("loss")[1]
         assert losses[-3:].mean() < losses[:3].mean() and per_epoch > 0
-        vectors = neural_encoder(model, corpus)(["w0 w1 w2 .", "w25 w26 unknownword ."])
+        vectors = neural_encoder(model, corpus.vocab)(["w0 w1 w2 .", "w25 w26 unknownword ."])
         assert vectors.shape == (2, 16 if isinstance(cfg, SkipThoughtsConfig) else 32)  # QT: [f(s) ; g(s)]
         assert torch.isfinite(vectors).all()
     with pytest.raises(ValueError, match="words but the model"):
@@ -211,3 +211,21 @@ def test_nli_classifier_reads_pair_features_of_one_encoder(one_thread):
     assert float(loss.detach()) < 0.2 * first
     with pytest.raises(ConfigError, match="pooling"):
         InferSentConfig(pooling="sum")
+
+
+@pytest.mark.parametrize("name", ["skip_thoughts", "quick_thoughts"])
+def test_the_sentence_giants_train_once_and_encode_the_same(name, tmp_path, monkeypatch, one_thread):
+    import shoulders as sh
+
+    monkeypatch.setenv("SHOULDERS_GIANTS", str(tmp_path / "giants"))
+    lines = [line for a in range(6) for line in (f"= A{a} =".split(), "one two three . four five six . seven eight "
+                                                 "nine . ten one two .".split())]
+    corpus = sentence_corpus(30, lines)
+    cls = SkipThoughtsConfig if name == "skip_thoughts" else QuickThoughtsConfig
+    cfg = cls(vocab_size=30, d_embed=8, hidden=8, batch_size=8, epochs=1)
+    first = sh.giants.load(name, cfg, progress=False, corpus=corpus)
+    assert first.trained and first.metrics["seconds_per_epoch"] > 0
+    second = sh.giants.load(name, cfg, progress=False)
+    assert not second.trained and second.tokenizer.tokens == corpus.vocab.tokens
+    again = neural_encoder(second.model, second.tokenizer)(["one two three ."])
+    torch.testing.assert_close(again, neural_encoder(first.model, corpus.vocab)(["one two three ."]))

@@ -19,7 +19,9 @@ from ..models.fasttext import SubwordConfig
 from ..models.glove import GloVeConfig
 from ..models.word2vec import Word2VecConfig
 from ..models.awd_lstm import AWDLSTMConfig
-from ..recipes import awd_lstm, bert, elmo, gpt, transformer_xl, word_vectors, xlnet
+from ..models.quick_thoughts import QuickThoughtsConfig
+from ..models.skip_thoughts import SkipThoughtsConfig
+from ..recipes import awd_lstm, bert, elmo, gpt, sentence_vectors, transformer_xl, word_vectors, xlnet
 from ..recipes.artefact import Artefact
 from ..models.elmo import ELMoConfig
 from ..text.bpe import ByteLevelBPE
@@ -114,7 +116,7 @@ WORD2VEC = Giant(
     tokenizer=Vocab,
     tokenizer_file="vocab.json",
     data=("wikitext-2", "text8"),  # text8 at full only
-    minutes={"smoke": 1, "cpu": 3, "full": 10},
+    minutes={"smoke": 1, "cpu": 3, "full": 10},  # cpu and full not yet measured
 )
 
 FASTTEXT = Giant(
@@ -128,7 +130,35 @@ FASTTEXT = Giant(
     tokenizer=Vocab,
     tokenizer_file="vocab.json",
     data=("wikitext-2", "text8"),  # text8 at full only
-    minutes={"smoke": 1, "cpu": 5, "full": 10},
+    minutes={"smoke": 1, "cpu": 5, "full": 10},  # cpu and full not yet measured
+)
+
+SKIP_THOUGHTS = Giant(
+    name="skip_thoughts",
+    title="Skip-thoughts: a GRU sentence encoder trained to generate its neighbouring sentences, on WikiText-2's "
+          "articles (Kiros et al. 2015)",
+    chapter="7 (sentence vectors)",
+    config=SkipThoughtsConfig,
+    train=sentence_vectors.skip_thoughts_giant,
+    build=sentence_vectors.build_sentence_model,
+    tokenizer=Vocab,
+    tokenizer_file="vocab.json",
+    data=("wikitext-2",),
+    minutes={"smoke": 1, "cpu": 45, "full": 60},  # cpu and full not yet measured
+)
+
+QUICK_THOUGHTS = Giant(
+    name="quick_thoughts",
+    title="Quick-thoughts: two GRU sentence encoders trained to pick a sentence's neighbours among the batch, on "
+          "WikiText-2's articles (Logeswaran & Lee 2018)",
+    chapter="7 (sentence vectors)",
+    config=QuickThoughtsConfig,
+    train=sentence_vectors.quick_thoughts_giant,
+    build=sentence_vectors.build_sentence_model,
+    tokenizer=Vocab,
+    tokenizer_file="vocab.json",
+    data=("wikitext-2",),
+    minutes={"smoke": 1, "cpu": 10, "full": 30},  # cpu and full not yet measured
 )
 
 AWD_LSTM = Giant(
@@ -190,8 +220,8 @@ XLNET = Giant(
     minutes={"smoke": 1, "cpu": 52, "full": 60},
 )
 
-_CATALOGUE: dict[str, Giant] = {g.name: g for g in (WORD2VEC, GLOVE, FASTTEXT, ELMO, AWD_LSTM, GPT, TRANSFORMER_XL,
-                                                     XLNET, BERT)}
+_CATALOGUE: dict[str, Giant] = {g.name: g for g in (WORD2VEC, GLOVE, FASTTEXT, SKIP_THOUGHTS, QUICK_THOUGHTS, ELMO,
+                                                     AWD_LSTM, GPT, BERT, TRANSFORMER_XL, XLNET)}
 CATALOGUE: Mapping[str, Giant] = MappingProxyType(_CATALOGUE)
 """Every giant of the book by name (read-only; :func:`register` adds one)."""
 

@@ -10,7 +10,8 @@ the small SentEval (:mod:`shoulders.evaluate.senteval`) as frozen encoders.
   text, is not distributed any more), the training text of the neural encoders;
 * :func:`train_skip_thoughts` / :func:`train_quick_thoughts` -- Skip-thoughts (Kiros et al. 2015) and
   Quick-thoughts (Logeswaran & Lee 2018) trained with Adam through :func:`shoulders.train.fit`, timed per epoch;
-* :func:`neural_encoder` -- either one as a SentEval encoder (``model.encode`` on padded ids, eval mode).
+* :func:`neural_encoder` -- either one as a SentEval encoder (``model.encode`` on padded ids, eval mode);
+* :func:`skip_thoughts_giant` / :func:`quick_thoughts_giant` -- the two as giants (trained once per scale).
 """
 from __future__ import annotations
 
@@ -33,10 +34,12 @@ from ..text.tokenize import simple_words
 from ..text.vocab import Vocab
 from ..train.history import History
 from ..train.loop import fit
+from .artefact import Artefact
 from .word_vectors import train_word2vec
 
-__all__ = ["SENTENCE_SPECIALS", "SentenceCorpus", "infer_vectors", "neural_encoder", "paragraph_encoder",
-           "sentence_corpus", "train_paragraph_vectors", "train_quick_thoughts", "train_skip_thoughts"]
+__all__ = ["SENTENCE_SPECIALS", "SentenceCorpus", "build_sentence_model", "infer_vectors", "neural_encoder",
+           "paragraph_encoder", "quick_thoughts_giant", "sentence_corpus", "sentence_ids", "skip_thoughts_giant",
+           "train_paragraph_vectors", "train_quick_thoughts", "train_skip_thoughts"]
 
 SENTENCE_SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")  # padding is id 0, as the configs' pad_id
 
@@ -103,11 +106,13 @@ class SentenceCorpus:
     def sentences(self) -> int:
         return sum(len(d) for d in self.docs)
 
-    def ids(self, sentences: Sequence[str], max_len: int,
-            tokenize: Callable[[str], list[str]] = simple_words) -> torch.Tensor:
-        """Raw sentences -> padded ids ``(B, T)`` (at most ``max_len`` words; an empty sentence becomes ``<unk>``)."""
-        rows = [self.vocab.encode(tokenize(s)[:max_len]) or [self.vocab.unk_id] for s in sentences]
-        return pad_sequences(rows, self.vocab[SENTENCE_SPECIALS[0]])[0]
+
+def sentence_ids(vocab: Vocab, sentences: Sequence[str], max_len: int,
+                 tokenize: Callable[[str], list[str]] = simple_words) -> torch.Tensor:
+    """Raw sentences -> padded ids ``(B, T)`` over ``vocab`` (a :func:`sentence_corpus` vocabulary: at most
+    ``max_len`` words; an empty sentence becomes ``<unk>``)."""
+    rows = [vocab.encode(tokenize(s)[:max_len]) or [vocab.unk_id] for s in sentences]
+    return pad_sequences(rows, vocab[SENTENCE_SPECIALS[0]])[0]
 
 
 def sentence_corpus(vocab_size: int, lines: Iterable[Sequence[str]] | None = None, min_len: int = 3) -> SentenceCorpus:
@@ -156,15 +161,44 @@ def train_quick_thoughts(cfg: QuickThoughtsConfig, corpus: SentenceCorpus, *, pr
     return model.eval(), history, per_epoch
 
 
-def neural_encoder(model: SkipThoughts | QuickThoughts, corpus: SentenceCorpus, max_len: int = 60,
+def neural_encoder(model: SkipThoughts | QuickThoughts, vocab: Vocab, max_len: int = 60,
                    tokenize: Callable[[str], list[str]] = simple_words) -> Callable[[Sequence[str]], torch.Tensor]:
-    """A frozen SentEval encoder: raw sentences -> :meth:`SentenceCorpus.ids` -> ``model.encode`` (eval mode, no
+    """A frozen SentEval encoder: raw sentences -> :func:`sentence_ids` -> ``model.encode`` (eval mode, no
     gradient), on the model's device."""
     dev = next(model.parameters()).device
 
     def encode(sentences: Sequence[str]) -> torch.Tensor:
         model.eval()
         with torch.no_grad():
-            return model.encode(corpus.ids(sentences, max_len, tokenize).to(dev)).float().cpu()
+            return model.encode(sentence_ids(vocab, sentences, max_len, tokenize).to(dev)).float().cpu()
 
     return encode
+
+
+def _giant(train: Callable[..., tuple[nn.Module, History, float]], cfg: Any, device: Any, progress: bool,
+           corpus: SentenceCorpus | None, **fit_kwargs: Any) -> Artefact:
+    corpus = corpus if corpus is not None else sentence_corpus(cfg.vocab_size)
+    model, history, per_epoch = train(cfg, corpus, progress=progress, device=device, **fit_kwargs)
+    return Artefact(model=model.cpu(), history=history, tokenizer=corpus.vocab,
+                    metrics={"seconds_per_epoch": per_epoch, "final_loss": history.last("loss")},
+                    facts={"documents": len(corpus.docs), "sentences": corpus.sentences,
+                           "vocabulary": len(corpus.vocab), "epochs": cfg.epochs})
+
+
+def skip_thoughts_giant(cfg: SkipThoughtsConfig, *, device: Any = None, progress: bool = True,
+                        corpus: SentenceCorpus | None = None, **fit_kwargs: Any) -> Artefact:
+    """Skip-thoughts on WikiText-2's sentences (or ``corpus``) as a giant; ``metrics["seconds_per_epoch"]``."""
+    return _giant(train_skip_thoughts, cfg, device, progress, corpus, **fit_kwargs)
+
+
+def quick_thoughts_giant(cfg: QuickThoughtsConfig, *, device: Any = None, progress: bool = True,
+                         corpus: SentenceCorpus | None = None, **fit_kwargs: Any) -> Artefact:
+    """Quick-thoughts on WikiText-2's sentences (or ``corpus``) as a giant; ``metrics["seconds_per_epoch"]``."""
+    return _giant(train_quick_thoughts, cfg, device, progress, corpus, **fit_kwargs)
+
+
+def build_sentence_model(cfg: SkipThoughtsConfig | QuickThoughtsConfig, vocab: Vocab) -> nn.Module:
+    """The untrained model a cached ``skip_thoughts`` / ``quick_thoughts`` giant is loaded into."""
+    if len(vocab) > cfg.vocab_size:
+        raise ValueError(f"the vocabulary has {len(vocab)} words but the model {cfg.vocab_size}")
+    return cfg.build()
