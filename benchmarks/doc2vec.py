@@ -6,7 +6,7 @@
     python benchmarks/doc2vec.py --tiny                                         # seconds: a few hundred sentences
 
 Both sides train on the same documents: WikiText-2 train cut into sentences (each sentence one paragraph,
-lower-cased; ``shoulders.text.sentences.wikitext_documents``), with the same vocabulary rule (``min_count``),
+lower-cased; ``shoulders.recipes.sentence_vectors.wikitext_sentences``), with the same vocabulary rule (``min_count``),
 dimension, window, k negatives from unigram^0.75, subsampling (``--sample``, word2vec.c's keep rule, which gensim
 uses), epochs and learning rate (0.025, decaying linearly to 0.025e-4). gensim: ``Doc2Vec(dm=0)`` for PV-DBOW
 (without ``dbow_words``), ``Doc2Vec(dm=1, dm_mean=1)`` for PV-DM, ``hs=0``. Each side's *inferred* vectors of the
@@ -36,8 +36,8 @@ import torch  # noqa: E402
 import shoulders as sh  # noqa: E402
 from shoulders.evaluate import senteval  # noqa: E402
 from shoulders.models.paragraph_vectors import ParagraphVectorConfig  # noqa: E402
-from shoulders.recipes.sentence_vectors import paragraph_encoder, train_paragraph_vectors  # noqa: E402
-from shoulders.text.sentences import wikitext_documents  # noqa: E402
+from shoulders.recipes.sentence_vectors import (paragraph_encoder, train_paragraph_vectors,  # noqa: E402
+                                                wikitext_sentences)
 from shoulders.text.tokenize import simple_words  # noqa: E402
 
 
@@ -50,8 +50,7 @@ def load() -> str:
 
 def documents(limit: int | None) -> list[list[str]]:
     """WikiText-2 train's sentences, lower-cased, each one paragraph (the first ``limit`` of them)."""
-    lines = [[t.lower() for t in line] for line in sh.data.wikitext2("train", eos=None)]
-    docs = [s for d in wikitext_documents(lines, min_len=3) for s in d]
+    docs = wikitext_sentences()
     return docs[:limit] if limit else docs
 
 

@@ -39,7 +39,7 @@ from .word_vectors import train_word2vec
 
 __all__ = ["SENTENCE_SPECIALS", "SentenceCorpus", "build_sentence_model", "infer_vectors", "neural_encoder",
            "paragraph_encoder", "quick_thoughts_giant", "sentence_corpus", "sentence_ids", "skip_thoughts_giant",
-           "train_paragraph_vectors", "train_quick_thoughts", "train_skip_thoughts"]
+           "train_paragraph_vectors", "train_quick_thoughts", "train_skip_thoughts", "wikitext_sentences"]
 
 SENTENCE_SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")  # padding is id 0, as the configs' pad_id
 
@@ -113,6 +113,14 @@ def sentence_ids(vocab: Vocab, sentences: Sequence[str], max_len: int,
     ``max_len`` words; an empty sentence becomes ``<unk>``)."""
     rows = [vocab.encode(tokenize(s)[:max_len]) or [vocab.unk_id] for s in sentences]
     return pad_sequences(rows, vocab[SENTENCE_SPECIALS[0]])[0]
+
+
+def wikitext_sentences(lines: Iterable[Sequence[str]] | None = None, min_len: int = 3) -> list[list[str]]:
+    """WikiText-2 train's sentences (or ``lines``'), lower-cased, in order, each a list of words: the paragraphs
+    chapter 7 trains paragraph vectors on (one sentence, one paragraph vector)."""
+    lines = data.wikitext2("train", eos=None) if lines is None else lines
+    docs = wikitext_documents([[t.lower() for t in line] for line in lines], min_len)
+    return [s for d in docs for s in d]
 
 
 def sentence_corpus(vocab_size: int, lines: Iterable[Sequence[str]] | None = None, min_len: int = 3) -> SentenceCorpus:
