@@ -23,6 +23,7 @@ from shoulders.models.nnlm import NGramLMConfig
 from shoulders.models.paragraph_vectors import ParagraphVectorConfig
 from shoulders.models.quick_thoughts import QuickThoughtsConfig
 from shoulders.models.rnnlm import RecurrentLMConfig
+from shoulders.models.seq2seq import Seq2SeqConfig
 from shoulders.models.skip_thoughts import SkipThoughtsConfig
 from shoulders.models.transformer import TransformerConfig
 from shoulders.models.word2vec import Word2VecConfig
@@ -73,7 +74,7 @@ def expected_shapes(cfg):
     if isinstance(cfg, FastTextConfig):
         per_text = 9 + (8 if cfg.word_ngrams > 1 else 0)  # SST-2's 9.4 words a phrase, and their bigrams
         return [(cfg.batch_size * per_text,), (cfg.batch_size,), (cfg.batch_size,)]
-    if isinstance(cfg, TransformerConfig):
+    if isinstance(cfg, (TransformerConfig, Seq2SeqConfig)):
         return [(cfg.batch_size, 13), (cfg.batch_size, 18), (cfg.batch_size, 18)]  # Multi30k's padded lengths
     if isinstance(cfg, TransformerXLPretrainingConfig):  # a segment and the memory of the one before
         return {"x": (cfg.batch_size, cfg.seg_len), "y": (cfg.batch_size, cfg.seg_len),

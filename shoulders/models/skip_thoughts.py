@@ -93,6 +93,9 @@ class SkipThoughtsConfig(Config):
         "full": dict(),
     }
 
+    # chapter 7 times this many training steps of Skip-thoughts and of Quick-thoughts side by side
+    page_presets: ClassVar = {"smoke": {"timed_steps": 3}, "cpu": {"timed_steps": 20}, "full": {"timed_steps": 50}}
+
     def validate(self) -> None:
         sizes = dict(vocab_size=self.vocab_size, d_embed=self.d_embed, hidden=self.hidden, max_len=self.max_len,
                      batch_size=self.batch_size, epochs=self.epochs)

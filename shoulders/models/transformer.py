@@ -238,6 +238,10 @@ class Transformer(nn.Module):
         if cfg.tie_output:
             self.generator.weight = self.tgt_embed.weight
 
+    def new_cache(self) -> KVCache:
+        """An empty key/value cache for step-by-step decoding (:mod:`shoulders.models.transformer_decode`)."""
+        return KVCache()
+
     def encode(self, src: torch.Tensor, need_weights: bool = False) -> Encoded:
         """``src`` (B, S) ids -> memory (B, S, d), the source padding mask, and the self-attention weights."""
         check_ids(src, "src", self.cfg.src_vocab)

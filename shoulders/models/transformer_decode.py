@@ -15,15 +15,33 @@ ones are compared by the length-normalised score of GNMT (Wu et al. 2016, eq. 14
 With ``beam_size=1`` it is greedy search (a test checks it).
 
 Both return one list of target ids per source sentence, without ``<bos>`` and ``<eos>``.
+
+Any encoder-decoder with the same protocol is searched the same way (:class:`Translator`): chapter 9's attentional
+LSTM (:class:`~shoulders.models.seq2seq.Seq2Seq`) keeps its recurrent state where the Transformer keeps keys and
+values.
 """
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 import torch
 
-from .attention import KVCache
-from .transformer import Encoded, Transformer
+__all__ = ["Translator", "beam_search", "greedy_decode", "length_penalty"]
 
-__all__ = ["beam_search", "greedy_decode", "length_penalty"]
+
+class Translator(Protocol):
+    """What the search needs of a model: ``cfg`` with ``bos_id``, ``eos_id``, ``pad_id``, ``max_len``,
+    ``max_extra_len``, ``beam_size`` and ``length_penalty``; ``encode(src)`` giving an object with
+    ``index_select(rows)``; ``decode(tokens, enc, cache)`` whose first output is the logits ``(B, T, |V|)`` (with a
+    cache that has run, ``tokens`` holds only the new ones); ``new_cache()`` giving a cache with ``reorder(rows)``."""
+
+    cfg: Any
+
+    def encode(self, src: torch.Tensor) -> Any: ...
+
+    def decode(self, tgt_in: torch.Tensor, enc: Any, cache: Any = None) -> tuple[torch.Tensor, ...]: ...
+
+    def new_cache(self) -> Any: ...
 
 
 def length_penalty(length: int | torch.Tensor, alpha: float) -> float | torch.Tensor:
@@ -31,7 +49,7 @@ def length_penalty(length: int | torch.Tensor, alpha: float) -> float | torch.Te
     return ((5.0 + length) / 6.0) ** alpha
 
 
-def _max_new(model: Transformer, src: torch.Tensor, max_len: int | None) -> int:
+def _max_new(model: Translator, src: torch.Tensor, max_len: int | None) -> int:
     limit = model.cfg.max_len - 1  # positions 0 .. max_len-1, the first one is <bos>
     wanted = src.shape[1] + model.cfg.max_extra_len if max_len is None else int(max_len)
     if wanted < 1:
@@ -39,7 +57,7 @@ def _max_new(model: Transformer, src: torch.Tensor, max_len: int | None) -> int:
     return min(wanted, limit)
 
 
-def _step_logits(model: Transformer, prefix: torch.Tensor, enc: Encoded, cache: KVCache | None) -> torch.Tensor:
+def _step_logits(model: Translator, prefix: torch.Tensor, enc: Any, cache: Any) -> torch.Tensor:
     """Log-probabilities of the next token after each row of ``prefix`` (B, t): ``(B, |V|)``."""
     tokens = prefix[:, -1:] if cache is not None else prefix  # the cache holds the rest
     logits = model.decode(tokens, enc, cache)[0][:, -1]  # (B, |V|)
@@ -51,7 +69,7 @@ def _strip(row: list[int], eos_id: int) -> list[int]:
 
 
 @torch.no_grad()
-def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = None,
+def greedy_decode(model: Translator, src: torch.Tensor, max_len: int | None = None,
                   use_cache: bool = True) -> list[list[int]]:
     """The most probable next token at every step, until ``<eos>`` or ``max_len`` tokens (default S + 50)."""
     cfg = model.cfg
@@ -62,7 +80,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
         B = src.shape[0]
         prefix = torch.full((B, 1), cfg.bos_id, dtype=torch.long, device=src.device)  # (B, 1)
         done = torch.zeros(B, dtype=torch.bool, device=src.device)
-        cache = KVCache() if use_cache else None
+        cache = model.new_cache() if use_cache else None
         for _ in range(_max_new(model, src, max_len)):
             nxt = _step_logits(model, prefix, enc, cache).argmax(dim=-1)  # (B,)
             prefix = torch.cat([prefix, nxt[:, None]], dim=1)
@@ -75,7 +93,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
 
 
 @torch.no_grad()
-def beam_search(model: Transformer, src: torch.Tensor, beam_size: int | None = None, alpha: float | None = None,
+def beam_search(model: Translator, src: torch.Tensor, beam_size: int | None = None, alpha: float | None = None,
                 max_len: int | None = None, use_cache: bool = True) -> list[list[int]]:
     """The best of ``beam_size`` hypotheses per sentence by length-normalised log-probability (see module doc).
 
@@ -94,13 +112,13 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int | None = N
         model.train(was_training)
 
 
-def _beam_search(model: Transformer, src: torch.Tensor, K: int, alpha: float, steps: int,
+def _beam_search(model: Translator, src: torch.Tensor, K: int, alpha: float, steps: int,
                  use_cache: bool) -> list[list[int]]:
     cfg = model.cfg
     B, dev = src.shape[0], src.device
     rows = torch.arange(B, device=dev).repeat_interleave(K)  # (B*K,) beam j of sentence b is row b*K + j
     enc = model.encode(src).index_select(rows)
-    cache = KVCache() if use_cache else None
+    cache = model.new_cache() if use_cache else None
     prefix = torch.full((B * K, 1), cfg.bos_id, dtype=torch.long, device=dev)  # (B*K, t)
     scores = torch.full((B, K), float("-inf"), device=dev)
     scores[:, 0] = 0.0  # K identical beams at the start: count only the first
