@@ -229,3 +229,26 @@ def test_the_sentence_giants_train_once_and_encode_the_same(name, tmp_path, monk
     assert not second.trained and second.tokenizer.tokens == corpus.vocab.tokens
     again = neural_encoder(second.model, second.tokenizer)(["one two three ."])
     torch.testing.assert_close(again, neural_encoder(first.model, corpus.vocab)(["one two three ."]))
+
+
+def test_multitask_encoder_shares_one_encoder_and_alternates_tasks(one_thread):
+    from shoulders.models.multitask import MultiTaskEncoder, TaggedBatches
+
+    torch.manual_seed(0)
+    enc = RecurrentSentenceEncoder(30, 8, 6, "lstm", True, "max")
+    g = RecurrentSentenceEncoder(30, 8, 6, "lstm", True, "max")
+    model = MultiTaskEncoder(enc, nli_hidden=10, context_encoder=g)
+    assert model.nli.encoder is enc
+    nli = InferSentConfig(vocab_size=30).example_batch(4)
+    qt = QuickThoughtsConfig(vocab_size=30).example_batch(5)
+    batches = TaggedBatches({"nli": [nli, nli], "qt": [qt]}, every={"qt": 2})
+    seen = [b[0] for b in batches]
+    assert seen == ["nli", "qt", "qt", "nli", "qt", "qt"] and len(batches) == 6
+    before = {k: v.clone() for k, v in enc.state_dict().items()}
+    model("qt", *qt).backward()  # the QT loss reaches the shared encoder ...
+    assert enc.rnn.weight_hh_l0.grad is not None and model.nli.classifier[1].weight.grad is None  # ... not NLI's head
+    assert all(torch.equal(v, before[k]) for k, v in enc.state_dict().items())
+    with pytest.raises(ValueError, match="task"):
+        model("lm", *qt)
+    with pytest.raises(ValueError, match="context encoder"):
+        MultiTaskEncoder(enc)
