@@ -181,7 +181,7 @@ class ParagraphVectorConfig(Word2VecConfig):
     vocab_size: int = 20_000
 
     presets: ClassVar = {
-        "smoke": dict(dim=50, epochs=5, infer_epochs=5, vocab_size=5_000, num_docs=2_000),
+        "smoke": dict(dim=50, epochs=5, infer_epochs=5, train_tokens=100_000, vocab_size=5_000, num_docs=2_000),
         "cpu": dict(dim=100),
         "full": dict(dim=300, batch_words=1_000, num_docs=100_000, vocab_size=70_000),
     }

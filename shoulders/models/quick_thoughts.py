@@ -85,11 +85,12 @@ class QuickThoughtsConfig(Config):
     lr: float = 5e-4
     clip: float = 1.0
     epochs: int = 1
+    train_docs: int = 0       # only the first documents of WikiText-2 train (0: all of them)
     seed: int = 0
 
     presets: ClassVar = {
         # the same encoder sizes as SkipThoughtsConfig at each scale, so the two compare at equal size
-        "smoke": dict(vocab_size=3_000, d_embed=64, hidden=128, max_len=25, batch_size=100),
+        "smoke": dict(vocab_size=3_000, d_embed=64, hidden=128, max_len=25, batch_size=100, train_docs=60),
         # cpu: no decoder, ~17 GFLOPs a block of 200 sentences, ~425 blocks an epoch: about 2.5 minutes an epoch
         # projected (not yet measured), so it reads more epochs than Skip-thoughts in a fraction of the time
         "cpu": dict(vocab_size=8_000, d_embed=128, hidden=256, max_len=30, batch_size=200, epochs=5),
@@ -101,6 +102,8 @@ class QuickThoughtsConfig(Config):
                      context=self.context, epochs=self.epochs)
         if any(v < 1 for v in sizes.values()) or self.batch_size < 2:
             raise ConfigError(f"sizes must be positive and batch_size >= 2, got {sizes}, batch_size={self.batch_size}")
+        if self.train_docs < 0:
+            raise ConfigError(f"train_docs must be >= 0 (0: all documents), got {self.train_docs}")
         if not 0 <= self.pad_id < self.vocab_size or self.lr <= 0 or self.clip <= 0:
             raise ConfigError(f"need 0 <= pad_id < vocab_size, lr > 0, clip > 0; got {self.pad_id}, {self.lr}, "
                               f"{self.clip}")

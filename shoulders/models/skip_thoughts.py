@@ -85,10 +85,11 @@ class SkipThoughtsConfig(Config):
     lr: float = 1e-3
     clip: float = 10.0
     epochs: int = 1
+    train_docs: int = 0       # only the first documents of WikiText-2 train (0: all of them)
     seed: int = 0
 
     presets: ClassVar = {
-        "smoke": dict(vocab_size=3_000, d_embed=64, hidden=128, max_len=25, batch_size=64),
+        "smoke": dict(vocab_size=3_000, d_embed=64, hidden=128, max_len=25, batch_size=64, train_docs=60),
         # cpu: ~54 GFLOPs a step (the two decoders' softmax over 8,000 words is two thirds of it), ~1,250 steps an
         # epoch of WikiText-2: about 23 minutes an epoch projected on two cores, not yet measured
         "cpu": dict(vocab_size=8_000, d_embed=128, hidden=256, max_len=30, batch_size=64, epochs=2),
@@ -103,6 +104,8 @@ class SkipThoughtsConfig(Config):
                      batch_size=self.batch_size, epochs=self.epochs)
         if any(v < 1 for v in sizes.values()) or self.vocab_size < 4:
             raise ConfigError(f"sizes must be positive (vocab_size >= 4), got {sizes}")
+        if self.train_docs < 0:
+            raise ConfigError(f"train_docs must be >= 0 (0: all documents), got {self.train_docs}")
         if not 0 <= self.pad_id < self.vocab_size or self.lr <= 0 or self.clip <= 0:
             raise ConfigError(f"need 0 <= pad_id < vocab_size, lr > 0, clip > 0; got {self.pad_id}, {self.lr}, "
                               f"{self.clip}")

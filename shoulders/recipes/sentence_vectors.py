@@ -115,20 +115,29 @@ def sentence_ids(vocab: Vocab, sentences: Sequence[str], max_len: int,
     return pad_sequences(rows, vocab[SENTENCE_SPECIALS[0]])[0]
 
 
-def wikitext_sentences(lines: Iterable[Sequence[str]] | None = None, min_len: int = 3) -> list[list[str]]:
+def wikitext_sentences(lines: Iterable[Sequence[str]] | None = None, min_len: int = 3,
+                       max_tokens: int | None = None) -> list[list[str]]:
     """WikiText-2 train's sentences (or ``lines``'), lower-cased, in order, each a list of words: the paragraphs
-    chapter 7 trains paragraph vectors on (one sentence, one paragraph vector)."""
+    chapter 7 trains paragraph vectors on (one sentence, one paragraph vector). ``max_tokens``: only the first
+    sentences up to that many words (a config's ``train_tokens``)."""
     lines = data.wikitext2("train", eos=None) if lines is None else lines
-    docs = wikitext_documents([[t.lower() for t in line] for line in lines], min_len)
-    return [s for d in docs for s in d]
+    out, total = [], 0
+    for s in (s for d in wikitext_documents([[t.lower() for t in line] for line in lines], min_len) for s in d):
+        if max_tokens is not None and total >= max_tokens:
+            break
+        out.append(s)
+        total += len(s)
+    return out
 
 
-def sentence_corpus(vocab_size: int, lines: Iterable[Sequence[str]] | None = None, min_len: int = 3) -> SentenceCorpus:
+def sentence_corpus(vocab_size: int, lines: Iterable[Sequence[str]] | None = None, min_len: int = 3,
+                    max_docs: int = 0) -> SentenceCorpus:
     """WikiText-2 train (or ``lines``: WikiText-style lines of tokens) as documents of sentences
     (:func:`~shoulders.text.sentences.wikitext_documents`), lower-cased, over its ``vocab_size`` most frequent
-    words and the specials; other words are ``<unk>``."""
+    words and the specials; other words are ``<unk>``. ``max_docs``: only the first documents (0: all)."""
     lines = data.wikitext2("train", eos=None) if lines is None else lines
     docs = wikitext_documents([[t.lower() for t in line] for line in lines], min_len)
+    docs = docs[:max_docs] if max_docs > 0 else docs
     if not docs:
         raise ValueError("no document with two sentences in the text")
     vocab = Vocab.build((s for d in docs for s in d), specials=SENTENCE_SPECIALS, unk="<unk>", max_size=vocab_size)
@@ -185,7 +194,7 @@ def neural_encoder(model: SkipThoughts | QuickThoughts, vocab: Vocab, max_len: i
 
 def _giant(train: Callable[..., tuple[nn.Module, History, float]], cfg: Any, device: Any, progress: bool,
            corpus: SentenceCorpus | None, **fit_kwargs: Any) -> Artefact:
-    corpus = corpus if corpus is not None else sentence_corpus(cfg.vocab_size)
+    corpus = corpus if corpus is not None else sentence_corpus(cfg.vocab_size, max_docs=cfg.train_docs)
     model, history, per_epoch = train(cfg, corpus, progress=progress, device=device, **fit_kwargs)
     return Artefact(model=model.cpu(), history=history, tokenizer=corpus.vocab,
                     metrics={"seconds_per_epoch": per_epoch, "final_loss": history.last("loss")},
