@@ -188,7 +188,7 @@ class ParagraphVectorConfig(Word2VecConfig):
 
     # what chapter 7 asserts: shoulders' PV-DBOW at least this share of gensim's Doc2Vec SentEval accuracy on every
     # task (the issue's target at cpu; at smoke the SentEval is a few hundred sentences, within noise of chance)
-    page_presets: ClassVar = {"smoke": {"gensim_quality": 0.85}, "cpu": {"gensim_quality": 0.95},
+    page_presets: ClassVar = {"smoke": {"gensim_quality": 0.7}, "cpu": {"gensim_quality": 0.95},
                               "full": {"gensim_quality": 0.95}}
     archs: ClassVar[tuple[str, ...]] = PV_ARCHS  # "dbow" (PV-DBOW) or "dm" (PV-DM)
 
