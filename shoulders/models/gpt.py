@@ -43,6 +43,7 @@ import torch.nn.functional as F
 from ..config import Config, ConfigError
 from .attention import KVCache
 from .ids import check_ids, check_labels
+from .linear_cross_entropy import linear_cross_entropy
 from .sample import sample_tokens
 from .transformer_blocks import BlockConfig, Encoder, LearnedPositions
 
@@ -276,8 +277,8 @@ class GPTLMHeadModel(nn.Module):
         if y.shape != x.shape:
             raise ValueError(f"y {tuple(y.shape)} must have the shape of x {tuple(x.shape)}: y is x shifted by one")
         check_labels(y, "y", self.cfg.vocab_size)
-        logits = self.logits(x)  # (B, T, V)
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
+        h = self.transformer(x).hidden  # (B, T, d); the logits h W_e^T are never held whole
+        loss = linear_cross_entropy(h.flatten(0, 1), self.lm_head.weight, self.lm_head.bias, y.flatten())
         return {"loss": loss, "lm_loss": loss.detach()}
 
     def token_logprobs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,

@@ -39,6 +39,7 @@ import torch.nn.functional as F
 
 from ..config import Config, ConfigError
 from .ids import check_ids, check_labels
+from .linear_cross_entropy import linear_cross_entropy
 from .transformer_blocks import ACTIVATIONS
 
 __all__ = ["RelativeAttention", "RelativeLayer", "TransformerXLConfig", "TransformerXLLM", "causal_memory_mask",
@@ -350,9 +351,8 @@ class TransformerXLLM(nn.Module):
         if y.shape != x.shape:
             raise ValueError(f"y {tuple(y.shape)} must have the shape of x {tuple(x.shape)}: y is x shifted by one")
         check_labels(y, "y", self.cfg.vocab_size)
-        h, memory = self.hidden(x, state)
-        logits = F.linear(h, self.embed.weight, self.out_bias)  # (B, L, V)
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
+        h, memory = self.hidden(x, state)  # (B, L, d)
+        loss = linear_cross_entropy(h.flatten(0, 1), self.embed.weight, self.out_bias, y.flatten())  # tied output
         return {"loss": loss, "state": memory} if return_state else loss
 
 

@@ -88,7 +88,7 @@ class TransformerXLPretrainingConfig(Config):
                       steps=300, warmup=30, lr=2e-3, eval_tokens=8_192, eval_every=100),
         # GPT's cpu budget: 2,400 steps of 32 x 128 tokens -> 64 rows of 64 (+ 64 remembered), 4 x 192, 3 heads
         "cpu": dict(steps=_GPT["cpu"]["steps"], warmup=_GPT["cpu"]["warmup"], lr=_GPT["cpu"]["lr"],
-                    snapshots=(800,)),
+                    mem_len=128, snapshots=(800,)),
         # GPT's full shape and budget: 20,000 steps of 32 x 256 -> 64 x 128 (+ 128)
         "full": dict(vocab_size=16_000, d_model=512, n_layers=8, n_heads=8, d_ff=2_048, seg_len=128, mem_len=128,
                      batch_size=64, steps=20_000, warmup=2_000, lr=2.5e-4, eval_tokens=262_144, eval_every=2_000),
