@@ -50,6 +50,10 @@ class NLIClassifier(nn.Module):
         self.classifier = nn.Sequential(nn.Dropout(dropout), nn.Linear(4 * encoder.dim, hidden), nn.Tanh(),
                                         nn.Dropout(dropout), nn.Linear(hidden, classes))
 
+    def encode(self, ids: torch.Tensor) -> torch.Tensor:
+        """The sentence vectors ``(B, dim)`` of ``ids`` ``(B, T)``: what transfers (SentEval reads these)."""
+        return self.encoder(ids)
+
     def logits(self, premise: torch.Tensor, hypothesis: torch.Tensor) -> torch.Tensor:
         return self.classifier(pair_features(self.encoder(premise), self.encoder(hypothesis)))  # (B, classes)
 

@@ -131,16 +131,19 @@ def wikitext_sentences(lines: Iterable[Sequence[str]] | None = None, min_len: in
 
 
 def sentence_corpus(vocab_size: int, lines: Iterable[Sequence[str]] | None = None, min_len: int = 3,
-                    max_docs: int = 0) -> SentenceCorpus:
+                    max_docs: int = 0, vocab: Vocab | None = None) -> SentenceCorpus:
     """WikiText-2 train (or ``lines``: WikiText-style lines of tokens) as documents of sentences
     (:func:`~shoulders.text.sentences.wikitext_documents`), lower-cased, over its ``vocab_size`` most frequent
-    words and the specials; other words are ``<unk>``. ``max_docs``: only the first documents (0: all)."""
+    words and the specials, or over a given ``vocab`` (with an unknown token); other words are ``<unk>``.
+    ``max_docs``: only the first documents (0: all)."""
     lines = data.wikitext2("train", eos=None) if lines is None else lines
     docs = wikitext_documents([[t.lower() for t in line] for line in lines], min_len)
     docs = docs[:max_docs] if max_docs > 0 else docs
     if not docs:
         raise ValueError("no document with two sentences in the text")
-    vocab = Vocab.build((s for d in docs for s in d), specials=SENTENCE_SPECIALS, unk="<unk>", max_size=vocab_size)
+    if vocab is None:
+        vocab = Vocab.build((s for d in docs for s in d), specials=SENTENCE_SPECIALS, unk="<unk>",
+                            max_size=vocab_size)
     return SentenceCorpus([[vocab.encode(s) for s in d] for d in docs], vocab)
 
 

@@ -17,7 +17,8 @@ import torch
 
 from .pad import pad_sequences
 
-__all__ = ["END_OF_SENTENCE", "NeighbourBlocks", "NeighbourTriples", "split_sentences", "wikitext_documents"]
+__all__ = ["END_OF_SENTENCE", "NeighbourBlocks", "NeighbourTriples", "SentencePairBatches", "split_sentences",
+           "wikitext_documents"]
 
 END_OF_SENTENCE = frozenset({".", "?", "!"})
 
@@ -132,3 +133,31 @@ class NeighbourBlocks:
         pos = torch.tensor([i for _, i in chunk])
         gap = (pos[:, None] - pos[None, :]).abs()  # (B, B)
         return ids, (doc[:, None] == doc[None, :]) & (gap >= 1) & (gap <= self.context)
+
+
+class SentencePairBatches:
+    """Labelled sentence pairs (SNLI's premise and hypothesis, chapter 8), one epoch per ``iter()``, in shuffled
+    order: ``(a (B, T), b (B, T'), labels (B,))``, each side padded with ``pad_id`` to its longest sentence (at
+    most ``max_len`` ids kept; an empty sentence is one ``unk_id``). ``seed`` as :class:`NeighbourTriples`."""
+
+    def __init__(self, a: Sequence[Sequence[int]], b: Sequence[Sequence[int]], labels: Sequence[int],
+                 batch_size: int, pad_id: int, unk_id: int, max_len: int, seed: int | None = None):
+        if not len(a) == len(b) == len(labels) or not len(a):
+            raise ValueError(f"need as many first sentences, second sentences and labels, at least one: got "
+                             f"{len(a)}, {len(b)} and {len(labels)}")
+        if batch_size < 1 or max_len < 1:
+            raise ValueError(f"batch_size and max_len must be positive, got {batch_size} and {max_len}")
+        keep = lambda s: list(s[:max_len]) or [unk_id]  # noqa: E731
+        self.a, self.b = [keep(s) for s in a], [keep(s) for s in b]
+        self.labels = torch.as_tensor(list(labels), dtype=torch.long)
+        self.batch_size, self.pad_id, self.seed = int(batch_size), int(pad_id), seed
+
+    def __len__(self) -> int:
+        return -(-len(self.a) // self.batch_size)
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        order = _shuffled(range(len(self.a)), self.seed)
+        for s in range(0, len(order), self.batch_size):
+            rows = order[s: s + self.batch_size]
+            yield (pad_sequences([self.a[i] for i in rows], self.pad_id)[0],
+                   pad_sequences([self.b[i] for i in rows], self.pad_id)[0], self.labels[rows])
