@@ -77,6 +77,15 @@ def test_bert_smallest():
     assert "ratio ours/transformers" in out
 
 
+def test_linear_cross_entropy_tiny():
+    out = run("benchmarks/linear_cross_entropy.py", "--tiny", "--threads", "1")
+    rows = [line for line in out.splitlines() if "/ fused" in line]
+    assert len(rows) == 4 and all("losses" in r for r in rows)  # two models x two references
+    for r in rows:  # the two losses agree
+        ref, fused = (float(x) for x in r.split("losses ")[1].split(" vs "))
+        assert abs(ref - fused) < 1e-4
+
+
 def test_gpt_tiny():
     out = run("benchmarks/gpt.py", "--tiny")
     assert "ratio cached/uncached" in out and "same tokens: True" in out
