@@ -135,3 +135,12 @@ def test_doc2vec_tiny():
         ratio = next(line for line in rows if line.startswith("| | "))
         assert all(float(x) > 0 for x in ratio.strip(" |").split(" | "))
     assert "load average at start:" in out and "load average at the end:" in out
+
+
+@NO_WIKITEXT
+def test_quick_thoughts_tiny():
+    out = run("benchmarks/quick_thoughts.py", "--tiny", "--threads", "1")
+    rows = {line.split(" | ")[0][2:]: line for line in out.splitlines() if line.startswith("| ") and "thoughts" in line}
+    assert set(rows) == {"Skip-thoughts", "Quick-thoughts"}
+    ratio = float(out.split("Skip-thoughts / Quick-thoughts: ")[1].split("x")[0])
+    assert ratio > 0

@@ -13,7 +13,7 @@ from shoulders.config import ConfigError
 from shoulders.data import mirror_folder
 from shoulders.evaluate.probe import fit_probe, linear_probe
 from shoulders.evaluate.senteval import (SentEvalConfig, SentSplit, SentTask, bag_of_vectors, evaluate_encoder,
-                                         load_tasks, pair_features, results_table)
+                                         ledger_results, load_tasks, pair_features, results_table)
 
 WORDS = [f"w{i}" for i in range(40)]
 
@@ -128,6 +128,23 @@ def test_results_table_has_a_row_per_encoder_and_the_majority_floor():
     res = {"bag": evaluate_encoder(bag_of_vectors(VECTORS, VOCAB), {"toy": task}, CFG, progress=False)}
     table = results_table(res)
     assert "| bag | 16 |" in table and f"| majority class | — | {task.majority():.1f} |" in table
+
+
+def test_ledger_results_read_back_the_newest_test_accuracy_of_the_chapter_at_the_scale(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHOULDERS_LEDGER", str(tmp_path / "ledger.jsonl"))
+    task = SentTask("toy", 2, _sentiment_split(100, 0), _sentiment_split(50, 1), _sentiment_split(50, 2))
+    assert ledger_results("07_x", scale="smoke") == {}
+    const = evaluate_encoder(lambda s: torch.ones(len(s), 4), {"toy": task}, CFG, name="bag", chapter="07_x",
+                             scale="smoke", progress=False)
+    bag = evaluate_encoder(bag_of_vectors(VECTORS, VOCAB), {"toy": task}, CFG, name="bag", chapter="07_x",
+                           scale="smoke", progress=False)  # the same name again: the newer entry wins
+    evaluate_encoder(lambda s: torch.ones(len(s), 4), {"toy": task}, CFG, name="bag", chapter="07_x",
+                     scale="cpu", progress=False)  # another scale
+    evaluate_encoder(lambda s: torch.ones(len(s), 4), {"toy": task}, CFG, name="other", chapter="08_y",
+                     scale="smoke", progress=False)  # another chapter
+    assert const["toy"].test != bag["toy"].test
+    assert ledger_results("07_x", scale="smoke") == {"bag": {"toy": pytest.approx(bag["toy"].test)}}
+    assert ledger_results("07_x", scale="cpu") == {"bag": {"toy": pytest.approx(const["toy"].test)}}
 
 
 @pytest.mark.skipif(mirror_folder("sst-trees") is None or mirror_folder("snli") is None,

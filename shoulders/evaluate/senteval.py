@@ -39,11 +39,13 @@ from ..data.sentiment import sst_trees
 from ..data.tasks import snli
 from ..models.infersent import pair_features
 from ..text.tokenize import simple_words
+from .._scale import scale as current_scale
+from .ledger import read as read_ledger
 from .ledger import record as record_result
 from .probe import fit_probe
 
 __all__ = ["SENTEVAL_TASKS", "SentEvalConfig", "SentSplit", "SentTask", "TaskResult", "bag_of_vectors",
-           "evaluate_encoder", "load_tasks", "pair_features", "results_table"]
+           "evaluate_encoder", "ledger_results", "load_tasks", "pair_features", "results_table"]
 
 SENTEVAL_TASKS = ("sst2", "sst5", "snli")
 
@@ -290,6 +292,17 @@ def results_table(results: Mapping[str, Mapping[str, TaskResult]]) -> str:
     floor = {t: next(per[t].majority for per in results.values() if t in per) for t in tasks}
     rows.append("| majority class | — | " + " | ".join(f"{floor[t]:.1f}" for t in tasks) + " |")
     return head + "\n".join(rows)
+
+
+def ledger_results(chapter: str, scale: str | None = None, path: str | None = None) -> dict[str, dict[str, float]]:
+    """What :func:`evaluate_encoder` recorded for ``chapter`` at ``scale`` (default: the current scale), read back
+    from the results ledger (``path``: another ledger file): encoder name -> task -> test accuracy %, the newest
+    entry of each. Nothing recorded yet: ``{}``. How a page shows another page's encoders without retyping them."""
+    out: dict[str, dict[str, float]] = {}
+    for e in read_ledger(path, chapter=chapter, scale=scale or current_scale()):  # oldest first: newer overwrite
+        if e["metric"] == "accuracy" and e["split"] == "test" and e["task"].startswith("senteval-"):
+            out.setdefault(e["model"], {})[e["task"][len("senteval-"):]] = float(e["value"])
+    return out
 
 
 def bag_of_vectors(vectors: torch.Tensor, stoi: Mapping[str, int],
