@@ -158,13 +158,13 @@ def test_auxiliary_lm_adds_lambda_times_the_lm_loss_of_the_same_inputs(tok: Byte
     assert len(calls) == 1  # the stack runs once for both losses
     l2 = head(batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"])["loss"]
     l1 = lm.lm_loss(batch["input_ids"], batch["attention_mask"])  # the model's own L1, computed independently
-    assert float(out["loss"]) == pytest.approx(float(l2 + 0.5 * l1), rel=1e-5)
-    assert float(out["lm_loss"]) == pytest.approx(float(l1), rel=1e-5)
+    assert out["loss"].item() == pytest.approx((l2 + 0.5 * l1).item(), rel=1e-5)
+    assert out["lm_loss"].item() == pytest.approx(l1.item(), rel=1e-5)
     assert torch.equal(aux(batch["input_ids"], attention_mask=batch["attention_mask"]),
                        head(batch["input_ids"], attention_mask=batch["attention_mask"]))  # no labels: the head
     zero = gpt_transfer.AuxiliaryLM(head, lam=0.0)(batch["input_ids"], attention_mask=batch["attention_mask"],
                                                     labels=batch["labels"])
-    assert float(zero["loss"]) == pytest.approx(float(l2), rel=1e-6)
+    assert zero["loss"].item() == pytest.approx(l2.item(), rel=1e-6)
     with pytest.raises(ValueError, match="lam"):
         gpt_transfer.AuxiliaryLM(head, lam=-1)
 
@@ -177,7 +177,7 @@ def test_the_encoders_lm_loss_from_hidden_ignores_the_padding(tok: ByteLevelBPE)
     short = batch["input_ids"][1, : int(batch["attention_mask"][1].sum())]
     long = batch["input_ids"][0]
     nll = [F.cross_entropy(lm.logits(r[None, :-1])[0], r[1:], reduction="sum") for r in (long, short)]
-    assert float(got) == pytest.approx(float(sum(nll)) / (len(long) - 1 + len(short) - 1), rel=1e-5)
+    assert got.item() == pytest.approx(sum(nll).item() / (len(long) - 1 + len(short) - 1), rel=1e-5)
 
 
 def test_the_auxiliary_loss_trains_a_multiple_choice_head(tok: ByteLevelBPE) -> None:
@@ -191,11 +191,11 @@ def test_the_auxiliary_loss_trains_a_multiple_choice_head(tok: ByteLevelBPE) -> 
     first = None
     for _ in range(30):
         out = aux(**{k: batch[k] for k in ("input_ids", "token_type_ids", "attention_mask", "labels")})
-        first = float(out["loss"]) if first is None else first
+        first = out["loss"].item() if first is None else first
         opt.zero_grad()
         out["loss"].backward()
         opt.step()
-    assert float(out["loss"]) < 0.5 * first and float(out["lm_loss"]) > 0
+    assert out["loss"].item() < 0.5 * first and out["lm_loss"].item() > 0
 
 
 # -------------------------------------------------------------------------------------------------- transfer
@@ -228,7 +228,7 @@ def test_continuation_logprobs_sum_the_continuations_tokens(tok: ByteLevelBPE) -
         ids = torch.tensor([start, *tok.encode(c), *tok.encode(x)])
         lp = lm.logits(ids[None, :-1])[0].log_softmax(-1).gather(-1, ids[1:, None])[:, 0]
         n = len(tok.encode(x))
-        assert float(got[i, 0]) == pytest.approx(float(lp[-n:].sum()), rel=1e-5) and int(got[i, 1]) == n
+        assert got[i, 0].item() == pytest.approx(lp[-n:].sum().item(), rel=1e-5) and int(got[i, 1]) == n
 
 
 def test_zero_shot_scores_pick_the_more_likely_answer(tok: ByteLevelBPE, monkeypatch: pytest.MonkeyPatch) -> None:
