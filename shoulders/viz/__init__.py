@@ -18,6 +18,7 @@ Public surface:
 * :func:`transfer_bars` -- pre-trained against from scratch and the baseline, task by task, seeds as dots;
 * :func:`label_budget_figure` -- score against the number of labelled examples, per encoder (ULMFiT's Fig. 3);
 * :func:`pretraining_steps_figure` -- held-out pre-training accuracy and a task's fine-tuned score per snapshot;
+* :func:`senteval_bars` -- frozen sentence encoders' test accuracy on the small SentEval, the majority class dashed;
 * :func:`permutation_figure` -- XLNet's two attention masks for one sentence and one factorisation order;
 * :func:`score_curves` -- a score against any quantity (transferred layers, pre-training steps), one panel a task;
 * :func:`figure_to_png`, :func:`figure_to_image_widget`, :func:`subplots`, :class:`BookFigure` -- figures
@@ -33,6 +34,7 @@ from .live import LivePlot
 from .lr import default_schedules, lr_curves, lr_figure, recorded_lr, schedule_steps, stage_rates
 from .next_word import next_word_explorer, next_word_figure, top_k
 from .permutation import permutation_figure
+from .senteval import senteval_bars
 from .stack import StackView, stack_view
 from .transfer import label_budget_figure, pretraining_steps_figure, score_curves, transfer_bars
 from .view import View
@@ -51,6 +53,7 @@ __all__ = [
     "label_budget_figure",
     "layer_mix",
     "permutation_figure",
+    "senteval_bars",
     "layer_mix_figure",
     "pretraining_steps_figure",
     "lr_curves",
