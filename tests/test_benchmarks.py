@@ -144,3 +144,13 @@ def test_quick_thoughts_tiny():
     assert set(rows) == {"Skip-thoughts", "Quick-thoughts"}
     ratio = float(out.split("Skip-thoughts / Quick-thoughts: ")[1].split("x")[0])
     assert ratio > 0
+
+
+@NO_WIKITEXT
+def test_quick_thoughts_settings_tiny():
+    out = run("benchmarks/quick_thoughts_settings.py", "--tiny", "--threads", "1")
+    rows = [line for line in out.splitlines() if line.startswith("| Quick-thoughts")]
+    assert len(rows) == 6  # three variants x two grids
+    for line in rows:
+        cells = line.strip(" |").split(" | ")[2:]
+        assert len(cells) == 3 and all(0 < float(c.split(" (")[0]) <= 100 for c in cells)
