@@ -234,8 +234,8 @@ def test_recipe_presets_validate_and_match_gpt_budget(scale):
     gpt = GPTPretrainingConfig.preset(scale)
     assert (xl.steps, xl.lr, xl.warmup) == (gpt.steps, gpt.lr, gpt.warmup)
     assert xl.batch_size * xl.seg_len == gpt.batch_size * gpt.max_len  # the same tokens per step
-    # the context a token sees while training: GPT's window at smoke and full; at cpu a memory of two segments
-    # (Transformer-XL's own point, and what lets the page's memory curve fall for more than one segment)
+    # the context a token sees while training: GPT's window at smoke and full; at cpu a memory of four segments
+    # of 32 (Transformer-XL's own point, and what lets the page's memory curve fall for more than one segment)
     assert xl.seg_len + xl.mem_len == (gpt.max_len if scale != "cpu" else gpt.max_len + xl.seg_len)
     assert xl.vocab_size == gpt.vocab_size
     x, y = TransformerXLPretrainingConfig.preset("smoke").example_batch()

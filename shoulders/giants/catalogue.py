@@ -160,7 +160,8 @@ QUICK_THOUGHTS = Giant(
     tokenizer=Vocab,
     tokenizer_file="vocab.json",
     data=("wikitext-2",),
-    # cpu: five passes of 380 blocks in 5.6 minutes on two threads (66 s a pass, 2026-12-03); full not yet measured
+    # cpu: five passes of 380 blocks in 6.3 minutes on two threads (76 s a pass, 2026-12-03, at the preset's rate
+    # of 1e-3; 5.6 minutes in an earlier run at 5e-4); full not yet measured
     minutes={"smoke": 1, "cpu": 6, "full": 30},
 )
 
@@ -204,10 +205,11 @@ TRANSFORMER_XL = Giant(
     tokenizer=ByteLevelBPE,
     tokenizer_file="vocab.json",  # merges.txt beside it: chapter 13's BPE
     data=("wikitext-2",),
-    # cpu: GPT's 2,400 steps with a memory of two segments in 45.8 minutes on two threads with its evaluations
-    # (2026-12-03, the fused output layer and loss; the gpt giant 33.2 in the same session): validation perplexity
-    # 176.0 per word against GPT's 218.9 (with one segment of memory and the unfused loss: 54.4 minutes, 178.2)
-    minutes={"smoke": 1, "cpu": 46, "full": 60},
+    # cpu: GPT's 2,400 steps, segments of 32 with a memory of four, in 41.0 minutes on two threads with its
+    # evaluations (2026-12-03, the fused output layer and loss; the gpt giant 33.2 the same day): validation
+    # perplexity 173.5 per word against GPT's 218.9 (segments of 64 with two remembered: 45.8 minutes, 176.0; with
+    # one remembered and the unfused loss: 54.4 minutes, 178.2)
+    minutes={"smoke": 1, "cpu": 41, "full": 60},
 )
 
 XLNET = Giant(

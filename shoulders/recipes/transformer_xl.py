@@ -7,10 +7,11 @@ cut into ``batch_size`` rows read side by side, segment after segment of ``seg_l
 previous segment carried (:class:`shoulders.train.CarryState`, the truncated-BPTT machinery of chapter 3), as
 the paper trains. The budget is GPT's at each scale: the same tokens per step (``batch_size x seg_len`` = GPT's
 ``32 x 128`` at cpu), the same number of steps, rate, warm-up and cosine decay. At smoke and full the context a
-token sees while training is also GPT's (up to ``mem_len + seg_len`` tokens); at cpu the memory holds two
-segments (128 states, a context of up to 192 tokens against GPT's window of 128) -- the paper too trains with
-memories longer than its segments (§4.1) -- because a model trained with one segment of memory profits from one
-segment at evaluation and from no more (measured at cpu, 2026-12-03: see the page presets below).
+token sees while training is also GPT's (up to ``mem_len + seg_len`` tokens); at cpu the segments are 32 tokens
+in 128 rows (GPT's tokens per step) and the memory holds four of them (128 states, a context of up to 160 tokens
+against GPT's window of 128) -- the paper too trains with memories longer than its segments (§4.1) -- because a
+model profits at evaluation from as much memory as it was trained with and from no more (measured at cpu,
+2026-12-03: see the page presets below), so the page's curve over 0, 1, 2, 4 and 8 segments needs four trained.
 
 Evaluation follows §4: the validation text read once, segment by segment, each token predicted with the memory
 of the segments before it (:func:`shoulders.models.transformer_xl.stream_nll`), and perplexity per BPE token and
@@ -79,9 +80,11 @@ class TransformerXLPretrainingConfig(Config):
         # cpu: trained with a memory of one segment (mem_len 64, measured on 65,536 validation tokens, 2026-12-03)
         # the giant gave 57.11 / 49.55 / 49.57 / 50.22 / 51.69 per token with 0 / 1 / 2 / 4 / 8 segments of memory:
         # its training memory helps, more does not, also with distances clamped at the training context
-        # (49.56 / 50.07 / 51.26). Trained with two segments (the preset's mem_len 128; 2026-12-03): 58.05 / 49.50 /
-        # 49.30 / 49.52 / 50.56 -- falls through both trained segments, then flat
-        "cpu": dict(memories=(0, 1, 2, 4, 8), falls_through=2, curve_tokens=65_536, speed_tokens=512,
+        # (49.56 / 50.07 / 51.26). Trained with two segments of 64 (mem_len 128; 2026-12-03): 58.05 / 49.50 /
+        # 49.30 / 49.52 / 50.56 -- falls through both trained segments, then flat. Hence the preset's four
+        # segments of 32 (the same 128 states): the curve's first three steps are all trained memory, and it gave
+        # 64.44 / 49.66 / 48.99 / 48.67 / 48.98 (2026-12-03): down through all four trained segments, flat beyond
+        "cpu": dict(memories=(0, 1, 2, 4, 8), falls_through=3, curve_tokens=65_536, speed_tokens=512,
                     speed_context=4),
         "full": dict(memories=(0, 1, 2, 4, 8), falls_through=2, curve_tokens=262_144, speed_tokens=1_024,
                      speed_context=4),
@@ -91,9 +94,10 @@ class TransformerXLPretrainingConfig(Config):
         "smoke": dict(vocab_size=_GPT["smoke"]["vocab_size"], bpe_lines=4_000, train_lines=4_000, valid_lines=400,
                       d_model=64, n_layers=2, n_heads=2, d_ff=256, seg_len=32, mem_len=32, batch_size=32,
                       steps=300, warmup=30, lr=2e-3, eval_tokens=8_192, eval_every=100),
-        # GPT's cpu budget: 2,400 steps of 32 x 128 tokens -> 64 rows of 64 (+ 64 remembered), 4 x 192, 3 heads
+        # GPT's cpu budget: 2,400 steps of 32 x 128 tokens -> 128 rows of 32 (+ 128 remembered), 4 x 192, 3 heads;
+        # a step costs ~5% more than 64 rows of 64 with 128 remembered, ~25% less than 64 + 256 (2026-12-03)
         "cpu": dict(steps=_GPT["cpu"]["steps"], warmup=_GPT["cpu"]["warmup"], lr=_GPT["cpu"]["lr"],
-                    mem_len=128, snapshots=(800,)),
+                    seg_len=32, batch_size=128, mem_len=128, snapshots=(800,)),
         # GPT's full shape and budget: 20,000 steps of 32 x 256 -> 64 x 128 (+ 128)
         "full": dict(vocab_size=16_000, d_model=512, n_layers=8, n_heads=8, d_ff=2_048, seg_len=128, mem_len=128,
                      batch_size=64, steps=20_000, warmup=2_000, lr=2.5e-4, eval_tokens=262_144, eval_every=2_000),
