@@ -181,7 +181,9 @@ class ParagraphVectorConfig(Word2VecConfig):
     vocab_size: int = 20_000
 
     presets: ClassVar = {
-        "smoke": dict(dim=50, epochs=5, infer_epochs=5, train_tokens=100_000, vocab_size=5_000, num_docs=2_000),
+        # smoke: a million words, ten passes (~4 s for PV-DBOW): with 100,000 words and five passes both
+        # architectures scored at the majority class on SST-2 and SNLI (2026-12-03)
+        "smoke": dict(dim=50, epochs=10, infer_epochs=20, train_tokens=1_000_000, vocab_size=5_000, num_docs=2_000),
         "cpu": dict(dim=100),
         "full": dict(dim=300, batch_words=1_000, num_docs=100_000, vocab_size=70_000),
     }
