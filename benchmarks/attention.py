@@ -35,12 +35,12 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402
-import time  # noqa: E402
 from typing import Callable  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
+from shoulders._timing import alternate  # noqa: E402
 from shoulders.models.attention import MultiHeadAttention  # noqa: E402
 from shoulders.models.tdmca import LocalAttention, MemoryCompressedAttention  # noqa: E402
 from shoulders.models.transformer_blocks import BlockConfig, EncoderLayer, copy_into_torch_encoder_layer  # noqa: E402
@@ -57,23 +57,6 @@ def load() -> str:
         return " ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:  # not on every platform
         return "unknown"
-
-
-def alternate(fns: dict[str, Callable[[], None]], repeats: int, device: torch.device,
-              warmup: int = 2) -> dict[str, list[float]]:
-    """Seconds of each of ``repeats`` rounds per function; every round runs every function once, in turn."""
-    for _ in range(warmup):
-        for fn in fns.values():
-            fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            sync(device)
-            t = time.perf_counter()
-            fn()
-            sync(device)
-            times[name].append(time.perf_counter() - t)
-    return times
 
 
 def peak_bytes(fn: Callable[[], None], device: torch.device) -> int:
@@ -119,7 +102,7 @@ def bench_layer(args: argparse.Namespace, device: torch.device) -> None:
         def run_ref() -> None:
             ref(x, src_key_padding_mask=~keep).sum().backward()
 
-        t = alternate({"ours": run_ours, "torch": run_ref}, args.repeats, device)
+        t = alternate({"ours": run_ours, "torch": run_ref}, args.repeats, 2, lambda: sync(device))
         ratios = [a / b for a, b in zip(t["ours"], t["torch"])]  # each round's pair ran back to back
         name = "pre-LN " if norm_first else "post-LN"
         print(f"  {name}: ours {statistics.median(t['ours']) * 1e3:8.2f} ms (min {min(t['ours']) * 1e3:8.2f}) | "
@@ -172,7 +155,7 @@ def bench_long(args: argparse.Namespace, device: torch.device) -> None:
             finally:
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
-        times = alternate(runs, args.long_repeats, device, warmup=1)
+        times = alternate(runs, args.long_repeats, 1, lambda: sync(device))
         for name, t in times.items():
             cells[name] = (f"{statistics.median(t) * 1e3:8.1f} ms ({min(t) * 1e3:8.1f}) " + cells[name])
         print(f"  {T:>6} | " + " | ".join(f"{cells[name]:>{width}}" for name in modules))

@@ -39,12 +39,12 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402
-import time  # noqa: E402
 from typing import Callable  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from shoulders._timing import alternate  # noqa: E402
 from shoulders.models.gpt import GPTConfig, GPTLMHeadModel, generate  # noqa: E402
 from shoulders.models.gpt_hf import hf_config, to_hf_state_dict  # noqa: E402
 
@@ -63,21 +63,6 @@ def load_average() -> str:
         return " ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         return "n/a"
-
-
-def timed(variants: dict[str, Callable[[], object]], repeats: int, warmup: int,
-          device: torch.device) -> dict[str, list[float]]:
-    """Seconds per call of each variant, the variants taking turns round after round (warm-up rounds dropped)."""
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    for r in range(warmup + repeats):
-        for name, fn in variants.items():
-            sync(device)
-            t = time.perf_counter()
-            fn()
-            sync(device)
-            if r >= warmup:
-                times[name].append(time.perf_counter() - t)
-    return times
 
 
 def make_batch(cfg: GPTConfig, B: int, T: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -131,7 +116,7 @@ def train_part(cfg: GPTConfig, args: argparse.Namespace, device: torch.device) -
           f"{args.repeats} alternating rounds ==")
     print(f"   Hugging Face: attn_implementation={attn!r}, activation_function={args.hf_activation!r}")
     print(f"   losses before training (eval mode): ours {loss_ours:.5f} | transformers {loss_ref:.5f}")
-    times = timed(dict(zip(names, (step_ours, step_ref))), args.repeats, args.warmup, device)
+    times = alternate(dict(zip(names, (step_ours, step_ref))), args.repeats, args.warmup, lambda: sync(device))
     ratios = [a / b for a, b in zip(times[names[0]], times[names[1]])]
     for name in names:
         ts = times[name]
@@ -159,7 +144,7 @@ def generate_part(cfg: GPTConfig, args: argparse.Namespace, device: torch.device
     print(f"== generation: {args.new_tokens} new tokens after a {args.prompt}-token prompt, same model "
           f"({cfg.n_layers} x {cfg.d_model}, vocab {cfg.vocab_size}), top_k={args.top_k}, batch 1, "
           f"{args.gen_repeats} alternating rounds ==")
-    times = timed(dict(zip(names, (run(True), run(False)))), args.gen_repeats, 0, device)
+    times = alternate(dict(zip(names, (run(True), run(False)))), args.gen_repeats, 0, lambda: sync(device))
     same = out[True] == out[False]
     speed = {name: args.new_tokens / statistics.median(ts) for name, ts in times.items()}
     best = {name: args.new_tokens / min(ts) for name, ts in times.items()}
@@ -181,7 +166,7 @@ def mfu_part(cfg: GPTConfig, args: argparse.Namespace, device: torch.device) -> 
         loss.backward()
         opt.step()
 
-    times = timed({"step": step}, args.repeats, max(args.warmup, 2), device)["step"]
+    times = alternate({"step": step}, args.repeats, max(args.warmup, 2), lambda: sync(device))["step"]
     N = model.num_parameters() - model.transformer.W_p.embed.weight.numel()
     tokens = args.batch * args.seq
     flops = 6 * N * tokens + 12 * cfg.n_layers * cfg.d_model * args.seq * tokens

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from typing import Callable
 
 import torch
 import torch.nn.functional as F
 
+from shoulders._timing import alternate
 from shoulders.models.linear_cross_entropy import linear_cross_entropy
 from shoulders.recipes.gpt import GPTPretrainingConfig
 from shoulders.recipes.transformer_xl import TransformerXLPretrainingConfig
@@ -70,14 +70,7 @@ def compare(name: str, preset: str, repeats: int) -> float:
 
     variants = {"torch, logits (B, T, V)": "3-D", "torch, logits (N, V)": "2-D",
                 "fused (linear_cross_entropy)": "fused"}
-    for how in variants.values():  # warm-up
-        step(how)
-    times: dict[str, list[float]] = {k: [] for k in variants}
-    for _ in range(repeats):
-        for key, how in variants.items():
-            t0 = time.perf_counter()
-            step(how)
-            times[key].append(time.perf_counter() - t0)
+    times = alternate({key: (lambda how=how: step(how)) for key, how in variants.items()}, repeats)
     for k, v in times.items():
         print(f"  {k:<30} median {statistics.median(v) * 1e3:9.1f} ms   min {min(v) * 1e3:9.1f} ms")
     med = {how: statistics.median(times[k]) for k, how in variants.items()}

@@ -20,10 +20,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import statistics
-import time
 
 import torch
 
+from shoulders._timing import alternate
 from shoulders.models.quick_thoughts import QuickThoughtsConfig
 from shoulders.models.skip_thoughts import SkipThoughtsConfig
 from shoulders.recipes.sentence_vectors import sentence_corpus
@@ -54,14 +54,7 @@ def compare(preset: str, repeats: int) -> float:
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfgs[name].clip)
         opt.step()
 
-    for name in models:  # warm-up
-        step(name)
-    times: dict[str, list[float]] = {n: [] for n in models}
-    for _ in range(repeats):
-        for name in models:
-            t0 = time.perf_counter()
-            step(name)
-            times[name].append(time.perf_counter() - t0)
+    times = alternate({n: (lambda n=n: step(n)) for n in models}, repeats)
     print(f"{preset} presets, {torch.get_num_threads()} thread(s), {len(corpus.docs):,} documents, "
           f"{corpus.sentences:,} sentences, vocabulary {len(v):,}, {repeats} timed steps each")
     print("| model | sentences per step | steps per epoch | seconds per step, median (min) | minutes per epoch |")

@@ -31,29 +31,14 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402
-import time  # noqa: E402
-from typing import Callable  # noqa: E402
 
 import torch  # noqa: E402
 
+from shoulders._timing import alternate  # noqa: E402
 from shoulders.models.transformer_xl import stream_nll  # noqa: E402
 from shoulders.recipes.bert import BertPretrainingConfig  # noqa: E402
 from shoulders.recipes.transformer_xl import TransformerXLPretrainingConfig, recompute_nll  # noqa: E402
 from shoulders.recipes.xlnet import XLNetPretrainingConfig  # noqa: E402
-
-
-def timed(variants: dict[str, Callable[[], object]], repeats: int, warmup: int = 1) -> dict[str, list[float]]:
-    """Seconds per call of each variant, the variants taking turns."""
-    for _ in range(warmup):
-        for f in variants.values():
-            f()
-    out: dict[str, list[float]] = {k: [] for k in variants}
-    for _ in range(repeats):
-        for k, f in variants.items():
-            t0 = time.perf_counter()
-            f()
-            out[k].append(time.perf_counter() - t0)
-    return out
 
 
 def report(times: dict[str, list[float]]) -> None:
@@ -71,7 +56,7 @@ def eval_speedup(preset: str, tokens: int, context: int, repeats: int, vocab: in
     # a prefix of one full context, then the tokens timed: the vanilla model scores the prefix in one window, then
     # needs a window of its own for every later token
     ids = torch.randint(model.cfg.vocab_size, (context * L + tokens + 1,), generator=torch.Generator().manual_seed(0))
-    times = timed({"cached (memory)": lambda: stream_nll(model, ids, L, context * L),
+    times = alternate({"cached (memory)": lambda: stream_nll(model, ids, L, context * L),
                    "recomputed (vanilla)": lambda: recompute_nll(model, ids, context * L)}, repeats)
     report(times)
     med = {k: statistics.median(v) for k, v in times.items()}
@@ -99,7 +84,7 @@ def step_ratio(preset: str, repeats: int) -> float:
             opt.zero_grad(set_to_none=True)
 
         models[f"{name} pre-training step"] = step
-    times = timed(models, repeats)
+    times = alternate(models, repeats)
     report(times)
     ratio = statistics.median(times["XLNet pre-training step"]) / statistics.median(times["BERT pre-training step"])
     print(f"  XLNet / BERT per step: {ratio:.2f}x (median)")
