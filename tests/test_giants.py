@@ -2,6 +2,7 @@
 two processes racing for the same giant train it once; a published export downloads through the data registry."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -203,3 +204,39 @@ def test_the_command_line_lists_exports_and_imports(tmp_path):
     assert listed.returncode == 0 and "bert" in listed.stdout, listed.stderr
     bad = run([sys.executable, "-m", "shoulders.giants", "import", str(tmp_path)])
     assert bad.returncode != 0 and "card.json" in bad.stderr
+
+
+def _continue(cfg, *, base, device=None, progress=True, **hints):
+    """A giant that continues from ``base``: its weights plus five more steps of the tiny recipe's data."""
+    model = tiny_giant.build(cfg, None)
+    model.load_state_dict(base.model.state_dict())
+    x = torch.randn(16, cfg.width, generator=torch.Generator().manual_seed(1))
+    hist = sh.train.fit(model, [(x, x.sum(1))], torch.optim.SGD(model.parameters(), lr=0.1), steps=3,
+                        progress=False, device="cpu")
+    return sh.recipes.Artefact(model=model, history=hist, tokenizer=base.tokenizer,
+                               metrics={"start_loss": hist.series("loss")[1][0]})
+
+
+def test_a_giant_built_on_another_loads_its_base_first_and_keys_on_it(tmp_path, monkeypatch):
+    derived = sh.giants.register(sh.giants.Giant(
+        name="tiny-test-further", title="The tiny giant, trained further", chapter="tests",
+        config=tiny_giant.TinyConfig, train=_continue, build=tiny_giant.build, tokenizer=sh.text.WordPiece,
+        base="tiny-test"), replace=True)
+    try:
+        loaded = sh.giants.load(derived, progress=False)
+        assert trainings(tmp_path) == 1, "the base trains (once), then the derived giant continues from it"
+        base = sh.giants.load("tiny-test", progress=False)
+        assert not base.trained and loaded.card["base"] == base.folder.name
+        assert loaded.card["metrics"]["start_loss"] < base.history.series("loss")[1][0], "it starts where base ended"
+        assert sh.giants.key(derived) != sh.giants.key(dataclasses.replace(derived, base=None))
+        out = sh.giants.export(derived, tmp_path / "export", progress=False)
+        assert json.loads((out / "config.json").read_text())["base"] == base.folder.name
+        assert "continues from the giant" in (out / "README.md").read_text()
+        # the book's base changes (another config of tiny-test): the export no longer belongs to this book
+        other = sh.giants.register(tiny_giant.TINY.__class__(**{**tiny_giant.TINY.__dict__, "name": "tiny-test-b"}),
+                                   replace=True)
+        sh.giants.register(dataclasses.replace(derived, base=other.name), replace=True)
+        with pytest.raises(GiantError, match="continued from"):
+            sh.giants.import_folder(out)
+    finally:
+        sh.giants.register(derived, replace=True)

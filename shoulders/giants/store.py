@@ -113,14 +113,23 @@ def _config_dict(cfg: Any) -> dict[str, Any]:
 
 
 def key(giant: Giant | str, cfg: Any = None, scale: str | None = None) -> str:
-    """``<name>-<scale>-<12 hex digits of sha256(format, name, scale, config)>``: the cache folder's name."""
+    """``<name>-<scale>-<12 hex digits of sha256(format, name, scale, config[, base's key])>``: the cache folder's
+    name (a giant with a :attr:`~shoulders.giants.catalogue.Giant.base` hashes the base's key too)."""
     giant = get(giant)
     scale, cfg = _scale_and_config(giant, cfg, scale)
-    return _key(giant.name, scale, _config_dict(cfg))
+    return _key(giant.name, scale, _config_dict(cfg), _base_key(giant, scale))
 
 
-def _key(name: str, scale: str, config: Mapping[str, Any]) -> str:
-    blob = json.dumps({"format": FORMAT, "name": name, "scale": scale, "config": config}, sort_keys=True)
+def _base_key(giant: Giant, scale: str) -> str | None:
+    """The cache key of the giant ``giant`` continues from (its preset at ``scale``), or ``None``."""
+    return key(giant.base, scale=scale) if giant.base is not None else None
+
+
+def _key(name: str, scale: str, config: Mapping[str, Any], base: str | None = None) -> str:
+    identity = {"format": FORMAT, "name": name, "scale": scale, "config": config}
+    if base is not None:
+        identity["base"] = base
+    blob = json.dumps(identity, sort_keys=True)
     return f"{name}-{scale}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
 
@@ -156,7 +165,7 @@ def load(name: Giant | str, cfg: Any = None, *, scale: str | None = None, device
     """
     giant = get(name)
     scale, cfg = _scale_and_config(giant, cfg, scale)
-    folder = root() / _key(giant.name, scale, _config_dict(cfg))
+    folder = root() / _key(giant.name, scale, _config_dict(cfg), _base_key(giant, scale))
     t0 = time.perf_counter()
     trained = False
     if not (folder / CARD).is_file():
@@ -179,8 +188,10 @@ def _train(giant: Giant, cfg: Any, scale: str, folder: Path, device: Any, progre
     about = f"about {minutes:g} min on {'one GPU' if scale == 'full' else '2 CPU cores'}, " if minutes else ""
     print(f"giant {giant.name!r} is not cached at scale={scale}: training it now ({about}once; later calls load it "
           f"from {folder})", file=sys.stderr, flush=True)
-    seed(0)  # a giant is a function of its recipe, config and scale -- not of what the page ran before
+    if giant.base is not None:  # the giant it continues from: cached, or trained first (and timed on its own card)
+        hints = {**hints, "base": load(giant.base, scale=scale, device=device, progress=progress)}
     t0 = time.perf_counter()
+    seed(0)  # a giant is a function of its recipe, config and scale -- not of what the page ran before
     art = giant.train(cfg, device=device, progress=progress, **hints)
     write(giant, cfg, scale, art, folder, wall_time_s=time.perf_counter() - t0)
 
@@ -199,6 +210,8 @@ def write(giant: Giant, cfg: Any, scale: str, art: Any, folder: Path, wall_time_
         art.history.save(tmp / HISTORY)
         config = {"format": FORMAT, "name": giant.name, "scale": scale, "config_class": giant.config.__name__,
                   "config": _config_dict(cfg)}
+        if giant.base is not None:
+            config["base"] = _base_key(giant, scale)
         write_text_atomic(tmp / CONFIG, json.dumps(config, sort_keys=True, indent=1))
         if giant.tokenizer is not None:
             art.tokenizer.save(tmp / giant.tokenizer_file)
@@ -208,7 +221,7 @@ def write(giant: Giant, cfg: Any, scale: str, art: Any, folder: Path, wall_time_
             "machine": machine(), "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "parameters": sum(p.numel() for p in art.model.parameters()),
             "metrics": {k: float(v) for k, v in art.metrics.items()}, "facts": dict(art.facts),
-            "snapshots": [int(s) for s in snapshots],
+            "snapshots": [int(s) for s in snapshots], **({"base": config["base"]} if "base" in config else {}),
             "data": credits(list(giant.data)) if giant.data else [],
         }
         write_text_atomic(tmp / README, model_card(card))
@@ -309,7 +322,10 @@ def _importable(src: Path) -> tuple[dict[str, Any], Path]:
     giant = get(config["name"])
     if config.get("format") != FORMAT or config["config"] != card["config"] or card["name"] != giant.name:
         raise GiantError(f"{src}: {CONFIG} and {CARD} disagree about what was trained")
-    return card, root() / _key(giant.name, config["scale"], config["config"])
+    if config.get("base") != _base_key(giant, config["scale"]):
+        raise GiantError(f"{src}: this {giant.name!r} continued from {config.get('base')}, but the book's "
+                         f"{giant.name!r} continues from {_base_key(giant, config['scale'])}")
+    return card, root() / _key(giant.name, config["scale"], config["config"], config.get("base"))
 
 
 def _install(src: Path, card: dict[str, Any], folder: Path) -> None:
@@ -376,7 +392,10 @@ def model_card(card: Mapping[str, Any]) -> str:
              f"- parameters: {card['parameters']:,}", f"- training updates: {card['steps']:,}"
              + (f" (snapshots kept after {', '.join(f'{s:,}' for s in card['snapshots'])})" if card.get("snapshots")
                 else ""),
-             f"- wall time: {card['wall_time_s']:,.0f} s on {card['machine']}", f"- created: {card['created']}", ""]
+             f"- wall time: {card['wall_time_s']:,.0f} s on {card['machine']}", f"- created: {card['created']}"]
+    if card.get("base"):
+        lines.append(f"- continues from the giant `{card['base']}` (its updates and wall time not counted above)")
+    lines.append("")
     if card.get("metrics"):
         lines += ["## Measured at the end of training", ""]
         lines += [f"- {k}: {v:.4g}" for k, v in card["metrics"].items()] + [""]

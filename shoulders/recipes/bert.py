@@ -220,7 +220,8 @@ def fixed_eval_batches(documents: Sequence[Sequence[Sequence[int]]], tok: Any, c
 
 @torch.no_grad()
 def evaluate_pretraining(model: BertForPreTraining, batches: Sequence[dict[str, torch.Tensor]]) -> dict[str, float]:
-    """MLM accuracy and loss over all predicted positions, NSP accuracy over all pairs."""
+    """MLM accuracy and loss over all predicted positions, NSP accuracy over all pairs (where the batches have
+    ``nsp_labels``; masked-LM-only batches give no ``nsp_acc``)."""
     dev = next(model.parameters()).device
     correct = total = nsp_correct = nsp_total = 0
     loss_sum = 0.0
@@ -231,10 +232,14 @@ def evaluate_pretraining(model: BertForPreTraining, batches: Sequence[dict[str, 
         correct += float(out["mlm_acc"]) * n
         loss_sum += float(out["mlm_loss"]) * n
         total += n
-        m = b["nsp_labels"].numel()
-        nsp_correct += float(out["nsp_acc"]) * m
-        nsp_total += m
-    return {"mlm_acc": correct / total, "mlm_loss": loss_sum / total, "nsp_acc": nsp_correct / nsp_total}
+        if "nsp_labels" in b:
+            m = b["nsp_labels"].numel()
+            nsp_correct += float(out["nsp_acc"]) * m
+            nsp_total += m
+    metrics = {"mlm_acc": correct / total, "mlm_loss": loss_sum / total}
+    if nsp_total:
+        metrics["nsp_acc"] = nsp_correct / nsp_total
+    return metrics
 
 
 def _validation(batches: Sequence[dict[str, torch.Tensor]]) -> Any:
