@@ -88,6 +88,7 @@ from shoulders.models.ulmfit import PoolingClassifier  # noqa: E402
 from shoulders.models.word2vec import Word2VecConfig  # noqa: E402
 from shoulders.models.xlnet import XLNetModel  # noqa: E402
 from shoulders.recipes.bert import BertPretrainingConfig  # noqa: E402
+from shoulders.recipes.bert_in_domain import InDomainConfig  # noqa: E402
 from shoulders.recipes.elmo import ELMoTaskConfig  # noqa: E402
 from shoulders.recipes.finetune import BertFinetuningConfig  # noqa: E402
 from shoulders.recipes.gpt import CharGPTConfig, GPTPretrainingConfig  # noqa: E402
@@ -154,6 +155,7 @@ ELMO_TASKS = {
 }
 ELMO_TASK_WORDS = 42_160  # the task vocabulary of SST-5 + WNUT-17 + SNLI (dev and test), measured
 BERT_PAIRS_PER_PASS = 13_261  # NSP pairs of WikiText-2 train at max_len 256 (measured)
+SST_TRAIN_SENTENCES = 8_544  # the bert_sst giant's text: SST's training sentences
 
 
 # -- counters -----------------------------------------------------------------------------------------------------
@@ -609,6 +611,14 @@ def runs(tiny: bool = False) -> list[Run]:
                    f"{p.steps * p.batch_size / BERT_PAIRS_PER_PASS:.0f} passes over WikiText-2's "
                    f"{BERT_PAIRS_PER_PASS:,} NSP pairs, {p.batch_size} x {p.max_len}", "transformer",
                    _adamw(p.lr, p.weight_decay, p.adam_eps), p))
+    i = InDomainConfig.preset(scale)
+    ip = i.pretraining(p)
+    out.append(Run(14, "BERT further pre-training on SST's text (bert_sst)", ip.build, batch_of(ip), i.steps,
+                   i.batch_size * i.max_len, "positions",
+                   f"{i.steps * i.batch_size / SST_TRAIN_SENTENCES:.0f} passes over SST's {SST_TRAIN_SENTENCES:,} "
+                   f"training sentences, masked LM only, {i.batch_size} x {i.max_len} (an upper bound: the sentences "
+                   "are padded only to the longest in the batch)", "transformer",
+                   _adamw(i.lr, p.weight_decay, p.adam_eps), i))
     f = BertFinetuningConfig.preset(scale)
     limits = {"SST-2": f.sst2_train, "SNLI": f.snli_train, "WNUT-17": f.wnut_train, "SQuAD v1.1": f.squad_train,
               "Balanced COPA": f.copa_train}

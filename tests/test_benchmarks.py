@@ -154,3 +154,14 @@ def test_quick_thoughts_settings_tiny():
     for line in rows:
         cells = line.strip(" |").split(" | ")[2:]
         assert len(cells) == 3 and all(0 < float(c.split(" (")[0]) <= 100 for c in cells)
+
+
+@NO_WIKITEXT
+def test_bert_all_labels_tiny():
+    out = run("benchmarks/bert_all_labels.py", "--tiny", "--threads", "1", "--budgets", "100", timeout=400)
+    rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| ")]
+    variants = [r for r in rows if len(r) == 6 and r[0] in ("from scratch", "pre-trained", "pre-trained + SST text")]
+    assert len(variants) == 10 and all(0 < float(r[3]) <= 100 for r in variants)
+    rates = [r for r in rows if r[0] == "100" and r[2] in ("from scratch", "pre-trained", "pre-trained + SST text")]
+    assert len(rates) == 3 and all(len(r) == 6 for r in rates)
+    assert any("gain at each one's best rate" in line for line in out.splitlines())

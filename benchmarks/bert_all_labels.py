@@ -1,0 +1,114 @@
+"""What moves BERT's SST-2 score with every label (chapter 14b): the levers tried, each measured the page's way.
+
+    python benchmarks/bert_all_labels.py            # cpu: the bert and bert_sst giants (cached), ~35 minutes
+    python benchmarks/bert_all_labels.py --tiny     # smoke giants, a few hundred labels, seconds of fine-tuning
+
+Page 14b fine-tunes the ``bert`` giant and the same network from scratch on SST-2 with three seeds. With every
+label (67,349 phrases) the cpu giant barely moves past the fresh network. This script fine-tunes on all of
+SST-2's training phrases (``--labels`` of them at ``--tiny``) exactly as the page does
+(:func:`shoulders.recipes.finetune.compare`: same phrases, order, seeds, schedule and head) and varies one setting
+at a time:
+
+* the encoder: from scratch, the ``bert`` giant, or the ``bert_sst`` giant (the ``bert`` giant pre-trained further
+  with masked LM on SST's unlabelled training sentences: task-adaptive pre-training, Gururangan et al. 2020);
+* the fine-tuning learning rate (the page: 5e-4 for both);
+* the number of updates (the page: at most 1,500, under one pass over the phrases).
+
+It prints one Markdown row per variant: the mean dev accuracy, each seed, and the seconds per run. A second table
+asks whether the page's one rate for both encoders is fair to the fresh network where labels are few: for the
+page's budgets up to 1,000 phrases, every encoder at each of ``RATES`` (the page's curve uses 5e-4 for all), and
+the gain of pre-training when each encoder gets its own best rate (chosen on the dev set itself, so an upper
+bound for either side).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+
+import numpy as np
+import torch
+
+from shoulders import giants, heads
+from shoulders._seed import seed as set_seed
+from shoulders.data import sst2
+from shoulders.models.bert import BertModel
+from shoulders.recipes.bert import BertPretrainingConfig
+from shoulders.recipes.bert_in_domain import InDomainConfig
+from shoulders.recipes.finetune import BertFinetuningConfig, accuracy, compare, prior_loss
+from shoulders.text import task_features as tasks
+
+# (encoder, learning rate or None for the page's, max updates or None for the page's)
+VARIANTS = (("from scratch", None, None), ("pre-trained", None, None), ("pre-trained + SST text", None, None),
+            ("pre-trained", 2e-4, None), ("pre-trained + SST text", 2e-4, None),
+            ("pre-trained", 1e-3, None), ("pre-trained + SST text", 1e-3, None), ("from scratch", 1e-3, None),
+            ("from scratch", None, 3_000), ("pre-trained", None, 3_000))
+RATES = (2e-4, 5e-4, 1e-3)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default="cpu", choices=["smoke", "cpu", "full"])
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seeds", type=int, default=None, help="seeds per variant (default: the preset's sst2_seeds)")
+    p.add_argument("--tiny", action="store_true", help="smoke giants, --labels phrases, 10 updates, one seed")
+    p.add_argument("--labels", type=int, default=300, help="phrases fine-tuned on with --tiny")
+    p.add_argument("--budgets", type=int, nargs="*", default=None,
+                   help="label budgets of the rates table (default: the preset's, up to 1,000)")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    preset = "smoke" if args.tiny else args.preset
+    set_seed(0)
+    pcfg = BertPretrainingConfig.preset(preset)
+    cfg = BertFinetuningConfig.preset(preset, **(dict(max_steps=10, min_steps=10) if args.tiny else {}))
+    bert = giants.load("bert", pcfg, progress=False)
+    bert_sst = giants.load("bert_sst", InDomainConfig.preset(preset), progress=False)
+    tok = bert.tokenizer
+    encoders = {"from scratch": lambda: BertModel(bert.model.bert.cfg),
+                "pre-trained": lambda: copy.deepcopy(bert.model.bert),
+                "pre-trained + SST text": lambda: copy.deepcopy(bert_sst.model.bert)}
+    x, y = sst2("train")
+    order = np.random.default_rng(0).permutation(len(x))      # the page's shuffle
+    n = args.labels if args.tiny else (cfg.sst2_train or len(x))
+    x, y = [x[i] for i in order[:n]], [y[i] for i in order[:n]]
+    dev_x, dev_y = sst2("dev")
+    train = tasks.classification_features(tok, x, None, y, cfg.max_len)
+    dev = tasks.classification_features(tok, dev_x, None, dev_y, cfg.max_len)
+    majority = 100 * max(np.mean(dev_y), 1 - np.mean(dev_y))
+    seeds = range(1 if args.tiny else (args.seeds or cfg.sst2_seeds))
+    print(f"{preset} presets, {torch.get_num_threads()} thread(s); SST-2 dev accuracy % after fine-tuning on "
+          f"{len(train):,} phrases, seeds {list(seeds)}; majority class {majority:.1f}%")
+
+    def run(name: str, rate: float, n: int, run_cfg: BertFinetuningConfig) -> dict:
+        return compare(lambda enc: heads.SequenceClassifier(enc, 2), {name: encoders[name]}, train[:n], tok.pad_id,
+                       run_cfg, lambda head: accuracy(head, dev, tok.pad_id), {name: rate}, metric="dev accuracy %",
+                       baseline=majority, prior=prior_loss(y[:n]), steps=run_cfg.steps_for(n), seeds=seeds)[name]
+
+    print("\nWith every label:\n\n| encoder | learning rate | updates | mean | seeds | s per run |\n"
+          "|---|---|---|---|---|---|")
+    for name, lr, max_steps in VARIANTS:
+        run_cfg = cfg.replace(max_steps=max_steps) if max_steps else cfg
+        rate = lr or (cfg.scratch_lr if name == "from scratch" else cfg.lr)
+        t0 = time.perf_counter()
+        r = run(name, rate, len(train), run_cfg)
+        print(f"| {name} | {rate:g} | {r['steps']:,} | {r['score']:.1f} | "
+              f"{' / '.join(f'{s:.1f}' for s in r['scores'])} | {(time.perf_counter() - t0) / len(seeds):.0f} |",
+              flush=True)
+    budgets = [n for n in (args.budgets or cfg.sst2_budgets) if n <= min(1_000, len(train))]
+    print("\nWith few labels, each encoder at each rate (mean over the seeds; the best rate in bold):\n\n"
+          "| labels | updates | encoder | " + " | ".join(f"{r:g}" for r in RATES) + " |\n|---|---|---|"
+          + "---|" * len(RATES))
+    for n in budgets:
+        best = {}
+        for name in encoders:
+            scores = {rate: run(name, rate, n, cfg)["score"] for rate in RATES}
+            best[name] = max(scores.values())
+            print(f"| {n:,} | {cfg.steps_for(n)} | {name} | " + " | ".join(
+                f"**{v:.1f}**" if v == best[name] else f"{v:.1f}" for v in scores.values()) + " |", flush=True)
+        print(f"| {n:,} | | gain at each one's best rate | " + ", ".join(
+            f"{k}: {best[k] - best['from scratch']:+.1f}" for k in encoders if k != "from scratch") + " |",
+            flush=True)
+
+
+if __name__ == "__main__":
+    main()
