@@ -74,15 +74,18 @@ class BertFinetuningConfig(Config):
         # the majority class fine-tuned SST-2 must be (points); whether pre-trained must beat from scratch with all
         # labels by more than the seeds' spread (every pre-trained seed above every from-scratch one); by how many
         # points at some budget of at most 1,000 labels; WNUT-17 entity F1 at least; SQuAD F1 gain at least
-        # (None: not asserted -- at smoke the giant has had one minute). Measured at cpu (one thread, 2-core
-        # CPU): 1,000 labels +8.7, all labels +0.3 (inside the seeds' spread, so not asserted yet), WNUT-17 F1 15.4
-        # vs 8.3; SQuAD F1 15.5 vs 7.5 after squad_steps=3,000 updates (+8.0; after 1,500: 13.0 vs 8.5, +4.5)
+        # (None: not asserted -- at smoke the giant has had one minute); by how much bert_sst's held-out masked-LM
+        # accuracy on SST's dev sentences must exceed the bert giant's (cpu: 26.1% -> 37.2%). Measured at cpu (one
+        # thread, 2-core CPU, 2026-12-03): 1,000 labels +8.3, all labels +0.3 (inside the seeds' spread, so not
+        # asserted at cpu; nor beyond it with bert_sst, other rates or 3,000 updates: benchmarks/bert_all_labels.py),
+        # WNUT-17 F1 17.5 vs 8.1; SQuAD F1 16.6 vs 7.8 after squad_steps=3,000 updates (+8.8; earlier giant, after
+        # 1,500: +4.5)
         "smoke": dict(fitted="from scratch", sst2_over_majority=None, beats_spread=False, few_labels_gain=None,
-                      wnut_f1=None, squad_gain=None),
+                      wnut_f1=None, squad_gain=None, in_domain_mlm_gain=None),
         "cpu": dict(fitted="pre-trained", sst2_over_majority=15.0, beats_spread=False, few_labels_gain=5.0,
-                    wnut_f1=10.0, squad_gain=5.0),
+                    wnut_f1=10.0, squad_gain=5.0, in_domain_mlm_gain=0.05),
         "full": dict(fitted="pre-trained", sst2_over_majority=15.0, beats_spread=True, few_labels_gain=5.0,
-                     wnut_f1=10.0, squad_gain=5.0),
+                     wnut_f1=10.0, squad_gain=5.0, in_domain_mlm_gain=0.05),
     }
     presets: ClassVar = {
         # smoke: minutes of CPU for ten fine-tunings; the heads must fit their training labels (see chapter 14)
