@@ -9,7 +9,7 @@ import torch
 
 from shoulders.config import ConfigError
 from shoulders.recipes.bert import BertPretrainingConfig, PretrainingBatches, evaluate_pretraining, fixed_eval_batches
-from shoulders.recipes.bert_in_domain import InDomainConfig, TaskTextBatches, further_pretrain
+from shoulders.recipes.bert_in_domain import InDomainConfig, TaskTextBatches, further_pretrain, held_out_batches
 from shoulders.text.bert_inputs import IGNORE
 from shoulders.text.task_features import classification_features
 from shoulders.text.wordpiece import WordPiece
@@ -92,12 +92,10 @@ def test_further_pretraining_learns_the_task_text_and_leaves_the_giant_alone(tok
     giant = base.build()
     before = {k: v.clone() for k, v in giant.state_dict().items()}
     cfg = InDomainConfig(steps=80, lr=2e-3, warmup_frac=0.1, batch_size=16, max_len=16, eval_pairs=64, eval_every=40)
-    held_out = _texts(64, 4)
-    pcfg = cfg.pretraining(base)
-    held = fixed_eval_batches(classification_features(tok, held_out, None, None, 16), tok, pcfg,
-                              batches=TaskTextBatches)
+    held = held_out_batches(tok, _texts(64, 4), cfg, base)
+    assert sum(len(b["input_ids"]) for b in held) == 64
     start = evaluate_pretraining(giant.eval(), held)
-    adapted, history = further_pretrain(giant, tok, _texts(400, 3), cfg, base, held_out=held_out, progress=False)
+    adapted, history = further_pretrain(giant, tok, _texts(400, 3), cfg, base, eval_batches=held, progress=False)
     assert all(torch.equal(before[k], v) for k, v in giant.state_dict().items()), "the giant must not change"
     assert adapted is not giant and history.last_step() == 80
     end = evaluate_pretraining(adapted.eval(), held)

@@ -322,10 +322,11 @@ def _importable(src: Path) -> tuple[dict[str, Any], Path]:
     giant = get(config["name"])
     if config.get("format") != FORMAT or config["config"] != card["config"] or card["name"] != giant.name:
         raise GiantError(f"{src}: {CONFIG} and {CARD} disagree about what was trained")
-    if config.get("base") != _base_key(giant, config["scale"]):
+    base = _base_key(giant, config["scale"])
+    if config.get("base") != base:
         raise GiantError(f"{src}: this {giant.name!r} continued from {config.get('base')}, but the book's "
-                         f"{giant.name!r} continues from {_base_key(giant, config['scale'])}")
-    return card, root() / _key(giant.name, config["scale"], config["config"], config.get("base"))
+                         f"{giant.name!r} continues from {base}")
+    return card, root() / _key(giant.name, config["scale"], config["config"], base)
 
 
 def _install(src: Path, card: dict[str, Any], folder: Path) -> None:

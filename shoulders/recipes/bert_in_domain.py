@@ -18,6 +18,8 @@ import random
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import torch
+
 from ..config import Config, ConfigError
 from ..data.sentiment import sst_trees
 from ..models.bert import BertForPreTraining
@@ -27,7 +29,7 @@ from .artefact import Artefact
 from .bert import BertPretrainingConfig, PretrainingBatches, evaluate_pretraining, fixed_eval_batches, pretrain
 from .bert import build as build_bert
 
-__all__ = ["InDomainConfig", "TaskTextBatches", "build", "further_pretrain", "sst_giant"]
+__all__ = ["InDomainConfig", "TaskTextBatches", "build", "further_pretrain", "held_out_batches", "sst_giant"]
 
 
 @dataclasses.dataclass
@@ -93,23 +95,28 @@ class TaskTextBatches(PretrainingBatches):
         return features
 
 
+def held_out_batches(tok: Any, texts: Sequence[str], cfg: InDomainConfig,
+                     base: BertPretrainingConfig) -> list[dict[str, torch.Tensor]]:
+    """``cfg.eval_pairs`` of ``texts`` laid out as fine-tuning reads them, with one fixed masking: the held-out
+    batches of :func:`further_pretrain` (the same before and after it, so the two accuracies compare)."""
+    return fixed_eval_batches(classification_features(tok, texts, None, None, cfg.max_len), tok,
+                              cfg.pretraining(base), batches=TaskTextBatches)
+
+
 def further_pretrain(model: BertForPreTraining, tok: Any, texts: Sequence[str], cfg: InDomainConfig,
-                     base: BertPretrainingConfig, held_out: Sequence[str] = (),
+                     base: BertPretrainingConfig, eval_batches: Sequence[dict[str, torch.Tensor]] | None = None,
                      **fit_kwargs: Any) -> tuple[BertForPreTraining, History]:
     """A copy of ``model`` pre-trained further with masked LM on ``texts`` (no labels); ``model`` is untouched.
 
-    ``base``: the giant's pre-training config (masking, optimiser settings, positions); ``held_out``: texts for
-    the held-out masked-LM accuracy, logged as ``val_mlm_acc`` / ``val_mlm_loss`` every ``cfg.eval_every`` steps.
-    ``fit_kwargs`` go to :func:`shoulders.train.fit` (``device=``, ``progress=``, ...).
+    ``base``: the giant's pre-training config (masking, optimiser settings, positions); ``eval_batches``: held-out
+    batches (:func:`held_out_batches`), whose masked-LM accuracy and loss are logged as ``val_mlm_acc`` /
+    ``val_mlm_loss`` every ``cfg.eval_every`` steps and after the last. ``fit_kwargs`` go to
+    :func:`shoulders.train.fit` (``device=``, ``progress=``, ...).
     """
     if not texts:
         raise ValueError("further_pretrain needs the task's texts; got none")
     pcfg = cfg.pretraining(base)
     batches = TaskTextBatches(classification_features(tok, texts, None, None, cfg.max_len), tok, pcfg)
-    eval_batches = None
-    if held_out:
-        eval_batches = fixed_eval_batches(classification_features(tok, held_out, None, None, cfg.max_len), tok,
-                                          pcfg, batches=TaskTextBatches)
     return pretrain(pcfg, tok, [], eval_batches, model=copy.deepcopy(model), batches=batches, **fit_kwargs)
 
 
@@ -125,13 +132,11 @@ def sst_giant(cfg: InDomainConfig, *, base: Any, device: Any = None, progress: b
     training phrases are pieces of them; labels unused -- with held-out masked-LM accuracy on the 1,101 dev
     sentences before and after (SST-2's dev sentences are among them: read, never trained on)."""
     texts, held_out = sst_trees("train")[0], sst_trees("dev")[0]
-    pcfg = cfg.pretraining(base.config)
-    held = fixed_eval_batches(classification_features(base.tokenizer, held_out, None, None, cfg.max_len),
-                              base.tokenizer, pcfg, batches=TaskTextBatches)
+    held = held_out_batches(base.tokenizer, held_out, cfg, base.config)
     before = evaluate_pretraining(base.model.eval(), held)
-    model, history = further_pretrain(base.model, base.tokenizer, texts, cfg, base.config, held_out=held_out,
+    model, history = further_pretrain(base.model, base.tokenizer, texts, cfg, base.config, eval_batches=held,
                                       device=device, progress=progress)
-    metrics = evaluate_pretraining(model.eval(), held)
+    metrics = {k: history.last(f"val_{k}") for k in before}  # fit evaluates the held-out batches after the last step
     metrics.update({f"base_{k}": v for k, v in before.items()})
     return Artefact(model=model, history=history, tokenizer=base.tokenizer, metrics=metrics,
                     facts={"task text": f"{len(texts):,} SST training sentences, labels unused",

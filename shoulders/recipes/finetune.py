@@ -30,8 +30,8 @@ from ..train.param_groups import freeze, trainable, unfreeze
 from ..train.schedules import linear_warmup_decay
 
 __all__ = ["MODES", "BertFinetuningConfig", "FeatureBatches", "accuracy", "compare", "describe", "finetune",
-           "label_budget_curve", "predict", "prior_loss", "record_row", "rows_from_ledger", "set_trainable",
-           "shoulders_table"]
+           "label_budget_curve", "predict", "prior_loss", "record_row", "rows_from_ledger", "score_text",
+           "set_trainable", "shoulders_table"]
 
 
 @dataclasses.dataclass
@@ -340,7 +340,7 @@ def rows_from_ledger(chapter: str, scale: str | None = None) -> dict[str, dict[s
     return rows
 
 
-def _score_text(result: Mapping[str, Any]) -> str:
+def score_text(result: Mapping[str, Any]) -> str:
     """``76.2`` for one run; ``76.2 (75.5-76.6)``, the mean and range, for several seeds."""
     scores = result.get("scores", [result["score"]])
     text = f"{result['score']:.1f}"
@@ -356,7 +356,7 @@ def describe(task: str, row: Mapping[str, Any], pair: tuple[str, str] = PAIR) ->
     p, s = row[pair[0]], row[pair[1]]
     runs = len(p.get("scores", [0]))
     seeds = f" (mean and range of {runs} seeds)" if runs > 1 else ""
-    return (f"{task}: {row['metric']}{seeds} {pair[0]} {_score_text(p)}, {pair[1]} {_score_text(s)}, baseline "
+    return (f"{task}: {row['metric']}{seeds} {pair[0]} {score_text(p)}, {pair[1]} {score_text(s)}, baseline "
             f"{row['baseline']:.1f}; final training loss {p['train_loss']:.3f} / {s['train_loss']:.3f} "
             f"(label-blind {row['prior']:.3f}); {p['steps']} updates, {p['seconds']:.0f} s + {s['seconds']:.0f} s "
             f"a run")
@@ -369,8 +369,8 @@ def shoulders_table(results: Mapping[str, Mapping[str, Any]], pair: tuple[str, s
             "|---|---|---|---|---|---|---|---|"]
     for task, r in results.items():
         p, s = r[pair[0]]["score"], r[pair[1]]["score"]
-        rows.append(f"| {task} | {r['metric']} | {r['baseline']:.1f} | {_score_text(r[pair[1]])} | "
-                    f"**{_score_text(r[pair[0]])}** | {p - s:+.1f} | "
+        rows.append(f"| {task} | {r['metric']} | {r['baseline']:.1f} | {score_text(r[pair[1]])} | "
+                    f"**{score_text(r[pair[0]])}** | {p - s:+.1f} | "
                     f"{r['train examples']:,} | {r[pair[0]]['steps']} |")
     return "\n".join(rows)
 
