@@ -83,12 +83,14 @@ from shoulders.models.glove import GloVeConfig  # noqa: E402
 from shoulders.models.lbl import LBLConfig  # noqa: E402
 from shoulders.models.nnlm import NNLMConfig  # noqa: E402
 from shoulders.models.rnnlm import LSTMLMConfig, RNNLMConfig  # noqa: E402
+from shoulders.models.seq2seq import Seq2SeqConfig  # noqa: E402
 from shoulders.models.transformer import TransformerConfig  # noqa: E402
 from shoulders.models.ulmfit import PoolingClassifier  # noqa: E402
 from shoulders.models.word2vec import Word2VecConfig  # noqa: E402
 from shoulders.models.xlnet import XLNetModel  # noqa: E402
 from shoulders.recipes.bert import BertPretrainingConfig  # noqa: E402
 from shoulders.recipes.bert_in_domain import InDomainConfig  # noqa: E402
+from shoulders.recipes.cove import CoVeLargeConfig, CoVeTaskConfig  # noqa: E402
 from shoulders.recipes.elmo import ELMoTaskConfig  # noqa: E402
 from shoulders.recipes.finetune import BertFinetuningConfig  # noqa: E402
 from shoulders.recipes.gpt import CharGPTConfig, GPTPretrainingConfig  # noqa: E402
@@ -154,6 +156,14 @@ ELMO_TASKS = {
     "SNLI": ("cls", 3, 9_842, 25, "the 9,842 labelled dev pairs"),
 }
 ELMO_TASK_WORDS = 42_160  # the task vocabulary of SST-5 + WNUT-17 + SNLI (dev and test), measured
+TATOEBA_TRAIN = 163_867  # chapter 9's English-French training pairs (Tatoeba less the hashed held-out 4%), measured
+# chapter 9's tasks, as chapter 10's: (head, classes, training examples, mean padded length in words, note); the
+# task vocabulary is about chapter 10's (SST-2 and SST-5 share their sentences, SNLI the same)
+COVE_TASKS = {
+    "SST-2": ("cls", 2, SST_SENTENCES, 22, "6,920 training sentences"),
+    "SST-5": ("cls", 5, 8_544, 22, "8,544 training sentences"),
+    "SNLI": ("cls", 3, 9_842, 25, "the 9,842 labelled dev pairs"),
+}
 BERT_PAIRS_PER_PASS = 13_261  # NSP pairs of WikiText-2 train at max_len 256 (measured)
 SST_TRAIN_SENTENCES = 8_544  # the bert_sst giant's text: SST's training sentences
 
@@ -405,6 +415,22 @@ def _elmo_task_head(head: str, classes: int, c: ELMoConfig, t: ELMoTaskConfig, g
     return heads.SequenceClassifier(encoder, classes) if head == "cls" else heads.TokenTagger(encoder, classes)
 
 
+def _cove_task_head(classes: int, c: Seq2SeqConfig, t: CoVeTaskConfig, g: GloVeConfig, tiny: bool) -> nn.Module:
+    """Chapter 9's task model: GloVe-sized word vectors for the task vocabulary and a translation model's
+    MT-LSTM of ``c`` (frozen, run on every batch)."""
+    words = 50 if tiny else ELMO_TASK_WORDS
+    encoder = ContextualEncoder(torch.randn(words, g.dim), t.hidden, dropout=t.dropout, pad_id=0,
+                                cove=c.replace(src_vocab=words).build().encoder)
+    return heads.SequenceClassifier(encoder, classes)
+
+
+def _cove_task_batch(classes: int, B: int, T: int, tiny: bool) -> dict[str, torch.Tensor]:
+    """``B`` sentences of ``T`` words (ids of the task vocabulary, no padding) with labels of ``classes``."""
+    g = torch.Generator().manual_seed(1)
+    return {"input_ids": torch.randint(1, 50 if tiny else ELMO_TASK_WORDS, (B, T), generator=g),
+            "labels": torch.randint(0, classes, (B,), generator=g)}
+
+
 def _elmo_task_batch(head: str, B: int, T: int, tiny: bool) -> dict[str, torch.Tensor]:
     """``B`` examples of ``T`` words (ids of the task vocabulary, no padding) with their labels."""
     g = torch.Generator().manual_seed(1)
@@ -512,6 +538,26 @@ def runs(tiny: bool = False) -> list[Run]:
     c = Word2VecConfig.preset(scale, dim=s.dim, sample=s.sample, lr=s.lr, epochs=s.epochs, min_count=s.min_count,
                               train_tokens=s.train_tokens, corpus=s.corpus, predict=s.predict)
     out.append(_word_vector_run(6, "plain skip-gram (same settings)", c, tiny))
+    # chapter 9: CoVe's two translation giants (fit, Adam; GloVe frozen in the source embedding), then the task
+    # models over [GloVe ; CoVe] (fit via finetune, AdamW; the frozen MT-LSTM runs on every batch). Tatoeba's
+    # sentences are about half Multi30k's length: its steps are counted at Multi30k's padded shape, an over-estimate
+    for name, cls, pairs, data in (("CoVe-S translation model, en-de", Seq2SeqConfig, MULTI30K_TRAIN, "Multi30k"),
+                                   ("CoVe-L translation model, en-fr", CoVeLargeConfig, TATOEBA_TRAIN, "Tatoeba")):
+        c = cls.preset(scale)
+        out.append(Run(9, name, c.build, batch_of(c), c.steps, c.batch_size, "pairs",
+                       f"{c.steps * c.batch_size / pairs:.1f} epochs of {data}'s {pairs:,} pairs, padded to 13 + 18",
+                       "recurrent", lambda m, c=c: torch.optim.Adam([p for p in m.parameters() if p.requires_grad],
+                                                                    lr=c.lr), c))
+    t9, c9, g = CoVeTaskConfig.preset(scale), Seq2SeqConfig.preset(scale), GloVeConfig.preset(scale)
+    for task, (_, classes, n, T, note) in COVE_TASKS.items():
+        n = min(n, {"SST-2": t9.sst2_train, "SST-5": t9.sst5_train, "SNLI": t9.snli_train}[task] or n)
+        epochs = {"SST-2": t9.sst2_epochs, "SST-5": t9.sst5_epochs, "SNLI": t9.snli_epochs}[task]
+        B, Tb = (2, 6) if tiny else (t9.batch_size, T)
+        out.append(Run(9, f"{task} + CoVe", lambda classes=classes: _cove_task_head(classes, c9, t9, g, tiny),
+                       lambda classes=classes, B=B, Tb=Tb: _cove_task_batch(classes, B, Tb, tiny),
+                       t9.finetuning().steps_for(n, epochs), t9.batch_size * T, "words",
+                       f"{epochs:g} epochs: {note}; {t9.batch_size} x {T}; 2 CoVe giants", "recurrent",
+                       _adamw(t9.lr, t9.weight_decay), t9, runs=2 * t9.seeds))
     # chapter 10: ELMo's biLM (fit, AdamW): both directions over the same windows, one shared softmax
     c = ELMoConfig.preset(scale)
     per = c.batch_size * c.bptt

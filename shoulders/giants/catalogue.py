@@ -21,10 +21,13 @@ from ..models.word2vec import Word2VecConfig
 from ..models.awd_lstm import AWDLSTMConfig
 from ..models.quick_thoughts import QuickThoughtsConfig
 from ..models.skip_thoughts import SkipThoughtsConfig
-from ..recipes import awd_lstm, bert, bert_in_domain, elmo, gpt, sentence_vectors, transformer_xl, word_vectors, xlnet
+from ..recipes import (awd_lstm, bert, bert_in_domain, cove, elmo, gpt, sentence_vectors, transformer_xl,
+                       word_vectors, xlnet)
 from ..recipes.artefact import Artefact
 from ..models.elmo import ELMoConfig
+from ..models.seq2seq import Seq2SeqConfig
 from ..text.bpe import ByteLevelBPE
+from ..text.pair_vocab import PairVocab
 from ..text.vocab import Vocab
 from ..text.wordpiece import WordPiece
 
@@ -187,6 +190,36 @@ QUICK_THOUGHTS = Giant(
     minutes={"smoke": 1, "cpu": 6, "full": 30},
 )
 
+COVE_SMALL = Giant(
+    name="cove_small",
+    title="CoVe's translation model (MT-LSTM on GloVe, attentional LSTM decoder) trained English -> German on "
+          "Multi30k, the paper's MT-Small data (McCann et al. 2017)",
+    chapter="9 (CoVe)",
+    config=Seq2SeqConfig,
+    train=cove.train_giant,
+    build=cove.build,
+    tokenizer=PairVocab,
+    tokenizer_file="vocab.json",
+    data=("multi30k", "wikitext-2"),
+    base="glove",
+    minutes={"smoke": 1, "cpu": 20, "full": 30},
+)
+
+COVE_LARGE = Giant(
+    name="cove_large",
+    title="CoVe's translation model trained English -> French on the Tatoeba pairs, about 5.5 times Multi30k's "
+          "pairs (McCann et al. 2017's larger MT giants in small)",
+    chapter="9 (CoVe)",
+    config=cove.CoVeLargeConfig,
+    train=cove.train_giant,
+    build=cove.build,
+    tokenizer=PairVocab,
+    tokenizer_file="vocab.json",
+    data=("tatoeba-fra-eng", "wikitext-2"),
+    base="glove",
+    minutes={"smoke": 1, "cpu": 20, "full": 60},
+)
+
 AWD_LSTM = Giant(
     name="awd_lstm",
     title="The AWD-LSTM language model pre-trained on WikiText-2 (Merity et al. 2018): ULMFiT's first stage",
@@ -250,8 +283,9 @@ XLNET = Giant(
     minutes={"smoke": 1, "cpu": 52, "full": 60},
 )
 
-_CATALOGUE: dict[str, Giant] = {g.name: g for g in (WORD2VEC, GLOVE, FASTTEXT, SKIP_THOUGHTS, QUICK_THOUGHTS, ELMO,
-                                                     AWD_LSTM, GPT, BERT, BERT_SST, TRANSFORMER_XL, XLNET)}
+_CATALOGUE: dict[str, Giant] = {g.name: g for g in (WORD2VEC, GLOVE, FASTTEXT, SKIP_THOUGHTS, QUICK_THOUGHTS,
+                                                     COVE_SMALL, COVE_LARGE, ELMO, AWD_LSTM, GPT, BERT, BERT_SST,
+                                                     TRANSFORMER_XL, XLNET)}
 CATALOGUE: Mapping[str, Giant] = MappingProxyType(_CATALOGUE)
 """Every giant of the book by name (read-only; :func:`register` adds one)."""
 

@@ -3,6 +3,7 @@
 
 * :mod:`~shoulders.recipes.word_vectors` -- word2vec, GloVe and fastText training, and the word-vector scores of
   chapters 4-6;
+* :mod:`~shoulders.recipes.cove` -- CoVe's translation giants and the task models over [GloVe ; CoVe] (chapter 9);
 * :mod:`~shoulders.recipes.translation` -- the Transformer's optimiser and schedule (chapter 12);
 * :mod:`~shoulders.recipes.bert` -- BERT pre-training on WikiText-2, the recipe of the ``bert`` giant (chapter 14);
 * :mod:`~shoulders.recipes.finetune` -- fine-tuning a pre-trained encoder with a task head, and the three ways to

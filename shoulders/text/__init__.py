@@ -12,6 +12,8 @@ One job per file:
 * :mod:`~shoulders.text.lm_data` -- :class:`LMCorpus`, :func:`wikitext2_corpus` (one corpus, counted or streamed);
 * :mod:`~shoulders.text.word_chars` -- :func:`char_ids`, :func:`char_table` (words as byte ids: ELMo's input);
 * :mod:`~shoulders.text.word_tokenizer` -- :class:`WordTokenizer` (whole words behind WordPiece's interface);
+* :mod:`~shoulders.text.pair_batches`, :mod:`~shoulders.text.pair_vocab` -- :class:`PairBatches` (translation
+  pairs of similar length batched together) and :class:`PairVocab` (a translation model's two vocabularies);
 * :mod:`~shoulders.text.wordpiece` -- :class:`WordPiece` (BERT's tokenizer: basic + greedy pieces, training, vocab.txt);
 * :mod:`~shoulders.text.bpe` -- :class:`ByteLevelBPE` (GPT-2's tokenizer: byte-level BPE, training, vocab.json +
   merges.txt);
@@ -42,6 +44,7 @@ _WHERE = {
     "char_ids": "word_chars", "char_table": "word_chars",
     "WindowBatches": "windows", "ngram_batches": "windows", "sliding_windows": "windows", "window_batches": "windows",
     "WordPiece": "wordpiece", "WordTokenizer": "word_tokenizer", "ByteLevelBPE": "bpe",
+    "PairBatches": "pair_batches", "PairVocab": "pair_vocab",
 }
 
 
@@ -62,7 +65,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "SIMPLE_WORDS_PATTERN",
     "BPTTBatches", "ByteLevelBPE", "LMCorpus", "LMStream", "Vocab", "VocabFileError", "WindowBatches", "WordPiece",
-    "WordTokenizer",
+    "WordTokenizer", "PairBatches", "PairVocab",
     "attention_mask", "batchify", "causal_mask", "char_ids", "char_table", "chars", "count_tokens", "lm_stream",
     "ngram_batches", "pad_sequences", "padding_mask", "simple_words", "sliding_windows", "take_tokens",
     "unigram_log_probs", "window_batches", "words", "wikitext2_corpus",
