@@ -63,6 +63,12 @@ def test_full_plan_tiny():
                    for line in rows), f"no total for chapter {chapter}"
 
 
+def test_cove_levers_tiny():
+    out = run("benchmarks/cove_levers.py", "--tiny", "--threads", "1")
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "CoVe" not in line.split("|")[1]]
+    assert len([r for r in rows if "cove_" in r]) == 6  # every lever's row, with both inputs scored
+
+
 def test_attention_smallest():
     out = run("benchmarks/attention.py", "--part", "all", "--batch", "2", "--seq", "8", "--d-model", "32",
               "--heads", "2", "--d-ff", "64", "--repeats", "1", "--lengths", "64", "--long-d-model", "32",

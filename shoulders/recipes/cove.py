@@ -296,14 +296,18 @@ class CoVeTaskConfig(Config):
         # Tatoeba model has trained for half a minute, and copying scores 1.5 there: short sentences share names
         # and punctuation); the smallest BLEU the small giant must reach on Multi30k's test pairs (cpu: 13.1
         # measured, 2026-12-03)
+        # cpu: no task is asserted -- CoVe did not beat GloVe alone on SST-2 at this scale in any setting tried
+        # (2026-12-03, three seeds; the page and the issue's note list them)
         "smoke": dict(cove_beats=(), beats_copy=("CoVe-S",), min_bleu=None),
-        "cpu": dict(cove_beats=("SST-2",), beats_copy=("CoVe-S", "CoVe-L"), min_bleu=10.0),
+        "cpu": dict(cove_beats=(), beats_copy=("CoVe-S", "CoVe-L"), min_bleu=10.0),
         "full": dict(cove_beats=("SST-2",), beats_copy=("CoVe-S", "CoVe-L"), min_bleu=25.0),
     }
     presets: ClassVar = {
         "smoke": dict(hidden=64, lr=5e-3, sst2_epochs=3.0, sst5_epochs=3.0, snli_epochs=3.0, seeds=1,
                       sst2_train=2_000, sst5_train=2_000, snli_train=2_000, eval_limit=1_000),
-        "cpu": dict(hidden=128),
+        # cpu: chapter 10's 128-unit BiLSTM; four passes over SST-5 and 5,000 SNLI pairs keep the three tasks x
+        # three inputs x three seeds near 13 minutes on two cores (CoVe cached per sentence)
+        "cpu": dict(hidden=128, sst5_epochs=4.0, snli_train=5_000),
         "full": dict(hidden=300),
     }
 

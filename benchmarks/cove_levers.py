@@ -1,0 +1,114 @@
+"""Chapter 9's levers on CoVe's SST-2 score: what the page's task model gains or loses from CoVe in other settings.
+
+    python benchmarks/cove_levers.py                      # cpu: the cached cove giants, about 25 minutes on two cores
+    python benchmarks/cove_levers.py --lever centring     # one lever
+    python benchmarks/cove_levers.py --tiny               # seconds: smoke giants, a few hundred sentences (a test)
+
+Every lever is the page's comparison (:func:`shoulders.recipes.finetune.compare`: the BiLSTM-max task model of
+:class:`~shoulders.recipes.cove.CoVeTaskConfig`, SST-2's training sentences, dev accuracy, seeds 0-2) with one
+setting changed, GloVe alone against GloVe + CoVe in the same runs:
+
+* ``centring`` -- CoVe as the MT-LSTM gives it, not centred on the task's mean (the page centres it);
+* ``dropout`` -- the task model's dropout 0.2 instead of 0.5, over four and over eight passes;
+* ``first-layer`` -- the MT-LSTM's first layer instead of its second (centred);
+* ``labels`` -- 1,000 training sentences, sixteen passes (the training loss shows who memorises).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+import shoulders as sh
+from shoulders import heads
+from shoulders.models.elmo_task import ContextualEncoder
+from shoulders.models.glove import GloVeConfig
+from shoulders.models.seq2seq import Seq2SeqConfig
+from shoulders.recipes import cove
+from shoulders.recipes.elmo import task_vectors
+from shoulders.recipes.finetune import accuracy, compare, prior_loss, score_text
+from shoulders.text import task_features as tasks
+from shoulders.text.word_tokenizer import WordTokenizer
+
+LEVERS = {  # name: [(label, task-config overrides, giant, centred, first layer only)]
+    "centring": [("not centred", {}, "CoVe-S", False, False), ("not centred", {}, "CoVe-L", False, False)],
+    "dropout": [("dropout 0.2", {"dropout": 0.2}, "CoVe-S", True, False),
+                ("dropout 0.2, 8 passes", {"dropout": 0.2, "sst2_epochs": 8.0}, "CoVe-L", True, False)],
+    "first-layer": [("first layer", {}, "CoVe-L", True, True)],
+    "labels": [("1,000 labels, 16 passes", {"sst2_train": 1_000, "sst2_epochs": 16.0}, "CoVe-L", True, False)],
+}
+
+
+def first_layer(mt: torch.nn.Module) -> torch.nn.Module:
+    """A copy of the MT-LSTM that stops after its first bidirectional layer."""
+    mt = copy.deepcopy(mt)
+    old = mt.lstm
+    new = torch.nn.LSTM(old.input_size, old.hidden_size, 1, batch_first=True, bidirectional=True)
+    for name in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"):
+        for suffix in ("", "_reverse"):
+            getattr(new, name + suffix).data.copy_(getattr(old, name + suffix).data)
+    mt.lstm, mt.layers = new, 1
+    return mt
+
+
+def run(label: str, overrides: dict, giant: Any, centred: bool, first: bool, glove: Any, tiny: bool,
+        scale: str) -> str:
+    """One lever: GloVe alone and GloVe + ``giant``'s CoVe on SST-2, as a Markdown row."""
+    tcfg = cove.CoVeTaskConfig.preset(scale, **overrides)
+    if tiny:
+        tcfg = tcfg.replace(sst2_train=200, eval_limit=100, seeds=1, sst2_epochs=1.0)
+    rng = np.random.default_rng(0)
+    train_cols = sh.data.sst_trees("train", binary=True)
+    dev_cols = sh.data.sst_trees("dev", binary=True)
+    tr = [train_cols[0][i] for i in rng.permutation(len(train_cols[0]))[:tcfg.sst2_train]]
+    tr_y = [train_cols[1][i] for i in np.random.default_rng(0).permutation(len(train_cols[0]))[:tcfg.sst2_train]]
+    order = np.random.default_rng(0).permutation(len(dev_cols[0]))[:tcfg.eval_limit]
+    dv, dv_y = [dev_cols[0][i] for i in order], [dev_cols[1][i] for i in order]
+    tok = WordTokenizer.build(tr + dv)
+    vectors, _ = task_vectors(tok, glove.tokenizer, glove.model.vectors())
+    train = tasks.classification_features(tok, tr, None, tr_y, tcfg.max_len)
+    held = tasks.classification_features(tok, dv, None, dv_y, tcfg.max_len)
+    mt = first_layer(giant.model.encoder) if first else giant.model.encoder
+    mean = cove.cove_mean(mt, vectors, [f["input_ids"] for f in train], tok.pad_id) if centred else None
+    cache: dict = {}
+    encoders = {
+        "GloVe": lambda: ContextualEncoder(vectors, tcfg.hidden, dropout=tcfg.dropout, pad_id=tok.pad_id),
+        "GloVe + CoVe": lambda: ContextualEncoder(vectors, tcfg.hidden, dropout=tcfg.dropout, pad_id=tok.pad_id,
+                                                  cove=mt, cove_mean=mean, cove_cache=cache)}
+    ft = tcfg.finetuning()
+    row = compare(lambda e: heads.SequenceClassifier(e, 2, dropout=tcfg.dropout), encoders, train, tok.pad_id, ft,
+                  lambda h: accuracy(h, held, tok.pad_id), {k: tcfg.lr for k in encoders}, metric="dev accuracy %",
+                  baseline=50.0, prior=prior_loss([f["labels"] for f in train]),
+                  steps=ft.steps_for(len(train), tcfg.sst2_epochs), seeds=range(tcfg.seeds))
+    return (f"| {label} | {giant.name} | " + " | ".join(f"{score_text(row[k])} ({row[k]['train_loss']:.3f})"
+                                                        for k in encoders) + " |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lever", choices=sorted(LEVERS), action="append", help="default: all")
+    ap.add_argument("--tiny", action="store_true", help="smoke giants, 200 sentences, one seed (a test)")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    scale = "smoke" if args.tiny else "cpu"
+    torch.set_num_threads(args.threads)
+    glove = sh.giants.load("glove", GloVeConfig.preset(scale), scale=scale, progress=False)
+    giants = {"CoVe-S": sh.giants.load("cove_small", Seq2SeqConfig.preset(scale), scale=scale, progress=False),
+              "CoVe-L": sh.giants.load("cove_large", cove.CoVeLargeConfig.preset(scale), scale=scale,
+                                       progress=False)}
+    print(f"scale={scale}, threads={torch.get_num_threads()}; SST-2 dev accuracy, mean (range) over the seeds, "
+          "(final training loss)")
+    print("| lever | giant | GloVe | GloVe + CoVe |\n|---|---|---|---|")
+    for lever in args.lever or list(LEVERS):
+        for label, overrides, name, centred, first in LEVERS[lever]:
+            t0 = time.perf_counter()
+            line = run(label, overrides, giants[name], centred, first, glove, args.tiny, scale)
+            print(line + f"  <!-- {time.perf_counter() - t0:.0f} s -->", flush=True)
+
+
+if __name__ == "__main__":
+    main()
