@@ -25,7 +25,6 @@ import torch
 
 import shoulders as sh
 from shoulders import heads
-from shoulders.models.elmo_task import ContextualEncoder
 from shoulders.models.glove import GloVeConfig
 from shoulders.models.seq2seq import Seq2SeqConfig
 from shoulders.recipes import cove
@@ -61,11 +60,10 @@ def run(label: str, overrides: dict, giant: Any, centred: bool, first: bool, glo
     tcfg = cove.CoVeTaskConfig.preset(scale, **overrides)
     if tiny:
         tcfg = tcfg.replace(sst2_train=200, eval_limit=100, seeds=1, sst2_epochs=1.0)
-    rng = np.random.default_rng(0)
     train_cols = sh.data.sst_trees("train", binary=True)
     dev_cols = sh.data.sst_trees("dev", binary=True)
-    tr = [train_cols[0][i] for i in rng.permutation(len(train_cols[0]))[:tcfg.sst2_train]]
-    tr_y = [train_cols[1][i] for i in np.random.default_rng(0).permutation(len(train_cols[0]))[:tcfg.sst2_train]]
+    order = np.random.default_rng(0).permutation(len(train_cols[0]))[:tcfg.sst2_train]  # as the page samples
+    tr, tr_y = [train_cols[0][i] for i in order], [train_cols[1][i] for i in order]
     order = np.random.default_rng(0).permutation(len(dev_cols[0]))[:tcfg.eval_limit]
     dv, dv_y = [dev_cols[0][i] for i in order], [dev_cols[1][i] for i in order]
     tok = WordTokenizer.build(tr + dv)
@@ -73,12 +71,8 @@ def run(label: str, overrides: dict, giant: Any, centred: bool, first: bool, glo
     train = tasks.classification_features(tok, tr, None, tr_y, tcfg.max_len)
     held = tasks.classification_features(tok, dv, None, dv_y, tcfg.max_len)
     mt = first_layer(giant.model.encoder) if first else giant.model.encoder
-    mean = cove.cove_mean(mt, vectors, [f["input_ids"] for f in train], tok.pad_id) if centred else None
-    cache: dict = {}
-    encoders = {
-        "GloVe": lambda: ContextualEncoder(vectors, tcfg.hidden, dropout=tcfg.dropout, pad_id=tok.pad_id),
-        "GloVe + CoVe": lambda: ContextualEncoder(vectors, tcfg.hidden, dropout=tcfg.dropout, pad_id=tok.pad_id,
-                                                  cove=mt, cove_mean=mean, cove_cache=cache)}
+    encoders = cove.task_encoders(vectors, tcfg, tok.pad_id, [f["input_ids"] for f in train], {"CoVe": mt},
+                                  {"CoVe": {}}, centre=centred)
     ft = tcfg.finetuning()
     row = compare(lambda e: heads.SequenceClassifier(e, 2, dropout=tcfg.dropout), encoders, train, tok.pad_id, ft,
                   lambda h: accuracy(h, held, tok.pad_id), {k: tcfg.lr for k in encoders}, metric="dev accuracy %",

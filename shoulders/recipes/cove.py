@@ -19,6 +19,7 @@ The pieces:
   greedy translations against copying the source;
 * :func:`translate`, :func:`bleu_score` -- translations and sacreBLEU through chapter 12's greedy and beam search;
 * :func:`cove_mean` -- the mean CoVe vector of a task's training words, which the task models subtract;
+  :func:`task_encoders` -- the task encoders over GloVe alone and over [GloVe ; CoVe], one per MT-LSTM;
 * :class:`CoVeTaskConfig` -- the downstream comparison's task models (chapter 10's BiLSTM, over GloVe alone or
   [GloVe ; CoVe]) and how they train.
 
@@ -33,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import torch
@@ -42,6 +43,7 @@ from .._seed import seed as set_seed
 from ..config import Config, ConfigError
 from ..data.parallel import multi30k, tatoeba_fra_eng
 from ..evaluate.bleu import bleu
+from ..models.elmo_task import ContextualEncoder
 from ..models.seq2seq import MTLSTM, Seq2Seq, Seq2SeqConfig
 from ..models.transformer_decode import beam_search, greedy_decode
 from ..text.pad import pad_sequences
@@ -57,8 +59,8 @@ from .elmo import task_vectors
 from .finetune import BertFinetuningConfig
 
 __all__ = ["CoVeLargeConfig", "CoVeTaskConfig", "TARGET_LANGUAGE", "bleu_score", "build", "cove_mean",
-           "encode_pairs", "english_words", "target_words", "train_giant", "translate", "translation_data",
-           "vocabularies"]
+           "encode_pairs", "english_words", "target_words", "task_encoders", "train_giant", "translate",
+           "translation_data", "vocabularies"]
 
 TARGET_LANGUAGE = {"multi30k": "German", "tatoeba": "French"}
 HELD_OUT = {"test": 0, "valid": 1}  # Tatoeba: sha1(English sentence) % 100 -> split (the rest trains)
@@ -201,6 +203,25 @@ def cove_mean(mt: MTLSTM, word_vectors: torch.Tensor, input_ids: Sequence[Sequen
     return total / count
 
 
+def task_encoders(word_vectors: torch.Tensor, cfg: CoVeTaskConfig, pad_id: int,
+                  train_inputs: Sequence[Sequence[int]], mt_lstms: Mapping[str, MTLSTM],
+                  caches: Mapping[str, dict[bytes, torch.Tensor]], centre: bool = True,
+                  ) -> dict[str, Callable[[], ContextualEncoder]]:
+    """Builders of chapter 9's task encoders: ``"GloVe"`` alone and ``"GloVe + <name>"`` for every MT-LSTM of
+    ``mt_lstms`` (frozen inside, shared by every run), each CoVe centred on its mean over ``train_inputs`` (the
+    task's training ids, :func:`cove_mean`; ``centre=False``: as the MT-LSTM gives it) and cached per sentence in
+    ``caches[name]`` -- the inputs :func:`~shoulders.recipes.finetune.compare` trains one head on each."""
+    def glove_only() -> ContextualEncoder:
+        return ContextualEncoder(word_vectors, cfg.hidden, dropout=cfg.dropout, pad_id=pad_id)
+
+    def with_cove(name: str, mt: MTLSTM) -> Callable[[], ContextualEncoder]:
+        mean = cove_mean(mt, word_vectors, train_inputs, pad_id) if centre else None
+        return lambda: ContextualEncoder(word_vectors, cfg.hidden, dropout=cfg.dropout, pad_id=pad_id, cove=mt,
+                                         cove_mean=mean, cove_cache=caches[name])
+
+    return {"GloVe": glove_only, **{f"GloVe + {name}": with_cove(name, mt) for name, mt in mt_lstms.items()}}
+
+
 def _val_loss(model: Seq2Seq, batches: Sequence[tuple[torch.Tensor, ...]]) -> float:
     dev = next(model.parameters()).device
     was = model.training
@@ -251,7 +272,7 @@ def train_giant(cfg: Seq2SeqConfig, *, base: Any, device: Any = None, progress: 
     model = model.cpu().eval()
     test_src, test_ref = data["test"][0][:cfg.eval_pairs], data["test"][1][:cfg.eval_pairs]
     metrics = {"test_bleu": bleu_score(model, tok, test_src, test_ref),
-               "test_bleu_copy": bleu([[w.lower() for w in s] for s in test_src], test_ref, lowercase=True),
+               "test_bleu_copy": bleu(test_src, test_ref, lowercase=True),
                "val_loss": history.last("val_loss"), "val_bleu": history.last("val_bleu"),
                "glove_coverage": found}
     n_src = sum(map(len, data["train"][0]))
