@@ -95,6 +95,7 @@ from shoulders.recipes.elmo import ELMoTaskConfig  # noqa: E402
 from shoulders.recipes.finetune import BertFinetuningConfig  # noqa: E402
 from shoulders.recipes.gpt import CharGPTConfig, GPTPretrainingConfig  # noqa: E402
 from shoulders.recipes.gpt_transfer import AuxiliaryLM, GPTFinetuningConfig  # noqa: E402
+from shoulders.recipes.three_ways import ThreeWaysConfig  # noqa: E402
 from shoulders.recipes.transformer_xl import TransformerXLPretrainingConfig  # noqa: E402
 from shoulders.recipes.xlnet import XLNetPretrainingConfig  # noqa: E402
 from shoulders.recipes.xlnet_transfer import XLNetFinetuningConfig  # noqa: E402
@@ -707,6 +708,33 @@ def runs(tiny: bool = False) -> list[Run]:
                                                          for b in f.sst2_budgets) + ")"
                           if task == "SST-2" and f.sst2_budgets else ""), "transformer",
                        _adamw(f.lr, f.weight_decay), f, runs=3 * f.sst2_seeds))
+    # chapter 16: every network fine-tuned three ways (top layer, everything, from scratch) on SST-2 and SNLI at
+    # each budget and seed (fit via finetune, AdamW); the frozen ways are one encoding pass and a logistic
+    # regression per giant, not counted. "top" is counted as a full step (an upper bound: its backward stops early).
+    # (Names of their own: the closures above read their variables late.)
+    tw_cfg = ThreeWaysConfig.preset(scale)
+    tw_u, tw_a = ULMFiTConfig.preset(scale), AWDLSTMConfig.preset(scale)
+    tw_g, tw_b, tw_x = (GPTPretrainingConfig.preset(scale), BertPretrainingConfig.preset(scale),
+                        XLNetPretrainingConfig.preset(scale))
+    tw_T = min(FINETUNE_TASKS["SNLI"][2], tw_cfg.max_len)  # the longer task's padded length, for both
+    tw_B, tw_Tb = (2, min(tw_T, 8)) if tiny else (tw_cfg.batch_size, tw_T)
+    nets = {
+        "AWD-LSTM": (lambda: PoolingClassifier(tw_a.build(), 3, hidden=tw_u.hidden, dropouts=tw_u.dropouts,
+                                               bptt=tw_u.bptt),
+                     lambda: _ulmfit_batch(tw_B, tw_Tb, tw_a.vocab_size), "recurrent"),
+        "GPT": (lambda: heads.SequenceClassifier(GPTModel(tw_g.model_config(tw_g.vocab_size)), 3),
+                lambda: _gpt_task_batch("cls", 3, tw_g.vocab_size, tw_B, tw_Tb), "transformer"),
+        "BERT": (lambda: heads.SequenceClassifier(BertModel(tw_b.model_config(tw_b.vocab_size)), 3),
+                 lambda: _bert_task_batch("cls", tw_b, tw_B, tw_Tb), "transformer"),
+        "XLNet": (lambda: heads.SequenceClassifier(XLNetModel(tw_x.model_config(tw_x.vocab_size)), 3),
+                  lambda: _xlnet_task_batch(3, tw_x.vocab_size, tw_B, tw_Tb), "transformer"),
+    }
+    for name, (build, batch, kind) in nets.items():
+        out.append(Run(16, f"three ways: {name}", build, batch, sum(tw_cfg.steps), tw_cfg.batch_size * tw_T,
+                       "positions", f"{' + '.join(map(str, tw_cfg.steps))} updates at "
+                       f"{', '.join(f'{n:,}' for n in tw_cfg.budgets)} labels; 3 ways x 2 tasks x {tw_cfg.seeds} "
+                       f"seeds; {tw_cfg.batch_size} x {tw_T}", kind, _adamw(tw_cfg.lr), tw_cfg,
+                       runs=3 * 2 * tw_cfg.seeds))
     return out
 
 

@@ -52,7 +52,7 @@ def test_script_imports(path):
 def test_full_plan_tiny():
     plan = load(ROOT / "benchmarks" / "full_plan.py")
     expected = plan.runs(tiny=True)
-    assert {r.chapter for r in expected} == {2, 3, 4, 5, 6, 9, 10, 11, 12, 13, 14, 15}
+    assert {r.chapter for r in expected} == {2, 3, 4, 5, 6, 9, 10, 11, 12, 13, 14, 15, 16}
     out = run("benchmarks/full_plan.py", "--tiny", "--markdown", "--threads", "1")
     rows = [line for line in out.splitlines() if line.startswith("| ")]
     for r in expected:

@@ -8,6 +8,8 @@
 * :mod:`~shoulders.recipes.bert` -- BERT pre-training on WikiText-2, the recipe of the ``bert`` giant (chapter 14);
 * :mod:`~shoulders.recipes.finetune` -- fine-tuning a pre-trained encoder with a task head, and the three ways to
   use it (frozen features, fine-tuning all, only the top layers);
+* :mod:`~shoulders.recipes.three_ways` -- every giant of the book used three ways on the same tasks and budgets
+  (chapter 16);
 * :class:`~shoulders.recipes.artefact.Artefact` -- what a recipe returns and :mod:`shoulders.giants` caches.
 
 Submodules load on first use (``sh.recipes.bert``).
@@ -19,9 +21,9 @@ from types import ModuleType
 
 from .artefact import Artefact
 
-__all__ = ["Artefact", "bert", "finetune", "translation", "word_vectors"]
+__all__ = ["Artefact", "bert", "finetune", "three_ways", "translation", "word_vectors"]
 
-_SUBMODULES = {"bert", "finetune", "translation", "word_vectors"}
+_SUBMODULES = {"bert", "finetune", "three_ways", "translation", "word_vectors"}
 
 
 def __getattr__(name: str) -> ModuleType:

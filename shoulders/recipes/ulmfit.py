@@ -158,15 +158,21 @@ def task_stream(sentences: Sequence[str], vocab: Vocab) -> LMStream:
     return lm_stream(([*task_words(s), EOS] for s in sentences), vocab)
 
 
-def classifier_features(sentences: Sequence[str], labels: Sequence[int], vocab: Vocab) -> list[dict[str, Any]]:
+def classifier_features(sentences: Sequence[str], labels: Sequence[int], vocab: Vocab,
+                        texts_b: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """One feature per sentence for :class:`~shoulders.models.ulmfit.PoolingClassifier` (the batches of
-    :func:`shoulders.text.bert_inputs.collate`): its word ids in the giant's vocabulary and its label."""
-    if len(sentences) != len(labels):
-        raise ValueError(f"{len(sentences)} sentences but {len(labels)} labels")
+    :func:`shoulders.text.bert_inputs.collate`): its word ids in the giant's vocabulary and its label. With
+    ``texts_b`` (a pair task such as SNLI, chapter 16) the second text follows the first after ``<eos>``, the
+    sentence boundary the giant read in WikiText; ``token_type_ids`` mark it 1."""
+    if len(sentences) != len(labels) or (texts_b is not None and len(texts_b) != len(sentences)):
+        raise ValueError(f"{len(sentences)} sentences but {len(labels)} labels"
+                         + ("" if texts_b is None else f" and {len(texts_b)} second texts"))
     out = []
-    for s, y in zip(sentences, labels):
+    for i, (s, y) in enumerate(zip(sentences, labels)):
         ids = vocab.encode(task_words(s)) or [vocab.unk_id]
-        out.append({"input_ids": ids, "token_type_ids": [0] * len(ids), "labels": int(y)})
+        second = [] if texts_b is None else vocab.encode([EOS, *task_words(texts_b[i])])
+        out.append({"input_ids": ids + second, "token_type_ids": [0] * len(ids) + [1] * len(second),
+                    "labels": int(y)})
     return out
 
 

@@ -1,0 +1,134 @@
+"""Chapter 16's machinery: the word-vector task model, the three ways (what each trains), the runs over budgets
+and seeds, and the results ladder read from the ledger -- never from literals."""
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from shoulders.evaluate import ladder, ledger
+from shoulders.models.bag_of_vectors import BagOfVectors
+from shoulders.models.bert import BertConfig, BertModel
+from shoulders.recipes import three_ways as tw
+from shoulders.recipes.finetune import finetune
+from shoulders.text.word_tokenizer import WordTokenizer
+
+WORDS = "good bad fine awful great poor nice dull fun grim".split()
+
+
+def tiny_task(n: int = 40, held: int = 12, name: str = "toy") -> tw.Task:
+    g = torch.Generator().manual_seed(0)
+    texts, labels = [], []
+    for i in range(n + held):
+        picks = torch.randint(0, len(WORDS), (4,), generator=g).tolist()
+        texts.append(" ".join(WORDS[j] for j in picks))
+        labels.append(int(sum(j % 2 == 0 for j in picks) >= 2))  # more even-indexed ("positive") words
+    return tw.Task(name, "dev accuracy %", "dev", 2, (texts[:n], None, labels[:n]),
+                   (texts[n:], None, labels[n:]))
+
+
+def tiny_bert_contender(task: tw.Task, cfg: tw.ThreeWaysConfig) -> tuple[tw.Contender, BertModel]:
+    tok = WordTokenizer.build(task.train[0] + task.held[0])
+    torch.manual_seed(0)
+    bert = BertModel(BertConfig(vocab_size=len(tok), d_model=16, n_layers=3, n_heads=2, d_ff=32, max_len=32))
+    giant = types.SimpleNamespace(name="bert", model=types.SimpleNamespace(bert=bert), tokenizer=tok)
+    return tw.bert_contender(giant, cfg), bert
+
+
+def test_bag_of_vectors_is_the_mean_and_pairs_are_infersent_features():
+    V = torch.randn(6, 4)
+    ids = torch.tensor([[0, 1, 2, 5], [3, 5, 5, 5]])  # 5 pads
+    out = BagOfVectors(V, pad_id=5)(ids)
+    assert_close(out.pooled[0], V[[0, 1, 2]].mean(0))
+    assert_close(out.pooled[1], V[3])
+    pair = BagOfVectors(V, pair=True, pad_id=5)
+    types_ = torch.tensor([[0, 0, 1, 0], [0, 1, 0, 0]])
+    got = pair(torch.tensor([[0, 1, 2, 5], [3, 4, 5, 5]]), token_type_ids=types_).pooled  # (2, 16)
+    u, v = V[[0, 1]].mean(0), V[2]
+    assert_close(got[0], torch.cat([u, v, (u - v).abs(), u * v]))
+    assert pair.d_model == 16
+    with pytest.raises(ValueError, match="token_type_ids"):
+        pair(ids)
+    assert not BagOfVectors(V, train_words=False).words.weight.requires_grad
+    assert BagOfVectors(V).words.weight.requires_grad
+
+
+def test_top_way_trains_only_the_top_layer_and_the_head_and_never_the_giant():
+    cfg = tw.ThreeWaysConfig.preset("smoke")
+    task = tiny_task()
+    c, bert = tiny_bert_contender(task, cfg)
+    giant_before = {k: v.clone() for k, v in bert.state_dict().items()}
+    head = tw.head_for(c, "top", False, 2, top_layers=1)
+    before = {k: v.clone() for k, v in head.state_dict().items()}
+    finetune(head, c.features(*task.train), c.pad_id, cfg.finetuning(), lr=1e-2, steps=3, progress=False)
+    changed = {k for k, v in head.state_dict().items() if not torch.equal(v, before[k])}
+    assert changed, "nothing trained"
+    for k in changed:
+        assert k.startswith(("encoder.encoder.layers.2.", "encoder.pooler.", "classifier.")), k
+    assert any(k.startswith("encoder.encoder.layers.2.") for k in changed)
+    assert all(torch.equal(v, giant_before[k]) for k, v in bert.state_dict().items()), "the giant itself changed"
+    full = tw.head_for(c, "full", False, 2)
+    assert all(torch.equal(full.encoder.state_dict()[k], v) for k, v in giant_before.items())
+    scratch = tw.head_for(c, "scratch", False, 2)
+    assert not torch.equal(scratch.encoder.embeddings.word.weight, bert.embeddings.word.weight)
+    with pytest.raises(ValueError, match="no fine-tuning way"):
+        tw.head_for(tw.Contender("x", "x", "sentence encoder", encode=lambda s: torch.zeros(len(s), 2)), "full",
+                    False, 2)
+
+
+def test_run_fills_every_way_budget_and_seed_and_samples_are_nested():
+    cfg = tw.ThreeWaysConfig.preset("smoke", budgets=(10, 20), steps=(2, 2), seeds=2, l2_grid=(1e-2, 1.0),
+                                     probe_iter=20)
+    task = tiny_task()
+    c, _ = tiny_bert_contender(task, cfg)
+    assert c.ways == tw.WAYS
+    assert task.sample(10, 1) == task.sample(20, 1)[:10] and task.sample(10, 0) != task.sample(10, 1)
+    res = tw.run([c], {"toy": task}, cfg, progress=False)
+    assert set(res) == {("toy", "BERT", w, n) for w in tw.WAYS for n in (10, 20)}
+    for r in res.values():
+        assert len(r["scores"]) == 2 and all(0 <= s <= 100 for s in r["scores"])
+    md = tw.table(res, "toy", 20, [c], task.majority())
+    assert md.count("\n") == 3 and "majority class" in md
+
+
+def test_probe_penalty_is_chosen_without_held_out_labels():
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(60, 5, generator=g), torch.randint(0, 2, (60,), generator=g)
+    hx = torch.randn(30, 5, generator=g)
+    cfg = tw.ThreeWaysConfig.preset("smoke", l2_grid=(1e-4, 1e-2, 1.0))
+    _, l2a = tw._probe_score(x, y, hx, torch.zeros(30, dtype=torch.long), cfg, 2)
+    _, l2b = tw._probe_score(x, y, hx, torch.ones(30, dtype=torch.long), cfg, 2)
+    assert l2a == l2b
+
+
+def test_ladders_come_from_ledger_entries_not_literals(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    rows = ladder.climb(ladder.LM_RUNGS, scale="cpu", split="valid", path=path)
+    assert all(e is None for _, e in rows), "an empty ledger must give an empty ladder"
+    assert "not in the ledger" in ladder.table(rows)
+    ngram, gpt = ladder.LM_RUNGS[0], ladder.LM_RUNGS[4]
+    for r, value in ((ngram, 321.0), (gpt, 123.4), (gpt, 111.1)):  # the second GPT entry is newer: it wins
+        ledger.record(r.metric, value, model=r.model, task=r.task, split="valid", chapter=r.chapter, scale="cpu",
+                      machine="test", higher_is_better=False, path=path)
+    ledger.record(gpt.metric, 99.0, model=gpt.model, task=gpt.task, split="valid", chapter=gpt.chapter,
+                  scale="smoke", machine="test", higher_is_better=False, path=path)  # another scale: not read
+    got = {r.label: (e["value"] if e else None) for r, e in ladder.climb(ladder.LM_RUNGS, scale="cpu", split="valid",
+                                                                           path=path)}
+    assert got[ngram.label] == 321.0 and got[gpt.label] == 111.1
+    assert sum(v is not None for v in got.values()) == 2
+    assert all(e is None for _, e in ladder.climb(ladder.LM_RUNGS, scale="cpu", split="test", path=path))
+
+
+def test_recorded_three_ways_results_are_what_the_transfer_ladder_reads(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHOULDERS_LEDGER", str(tmp_path / "ledger.jsonl"))
+    cfg = tw.ThreeWaysConfig.preset("smoke", budgets=(10,), steps=(2,), seeds=2, l2_grid=(1e-2,), probe_iter=20)
+    task = tiny_task(name="SST-2")
+    c, _ = tiny_bert_contender(task, cfg)
+    res = tw.run([c], {"SST-2": task}, cfg, progress=False)
+    tw.record(res, [c], {"SST-2": task})
+    rows = ladder.climb(ladder.transfer_rungs(10, [("BERT", "full"), ("BERT", "frozen")]), scale="smoke")
+    for (rung, entry), way in zip(rows, ("full", "frozen")):
+        assert entry is not None and entry["values"] == res["SST-2", "BERT", way, 10]["scores"]
+        assert entry["extra"]["way"] == way and entry["extra"]["budget"] == 10
