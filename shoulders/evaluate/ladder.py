@@ -52,7 +52,7 @@ LM_RUNGS: tuple[Rung, ...] = (
     Rung("NNLM (Bengio et al. 2003)", "02_nnlm", "NNLM", "perplexity", "wikitext-2",
          paper="Brown corpus: 24% below the best n-gram"),
     Rung("LSTM LM", "03_rnnlm", "LSTM", "perplexity", "wikitext-2",
-         paper="Merity et al. 2017: 100.9 (WikiText-2 test, 2-layer LSTM)"),
+         paper="Merity et al. 2017 introduced WikiText-2 with LSTM baselines"),
     Rung("AWD-LSTM (ULMFiT's giant)", "11_ulmfit", "AWD-LSTM", "perplexity", "wikitext-2",
          paper="Merity et al. 2018: 68.6 valid / 65.8 test"),
     Rung("GPT (BPE, per word)", "13_gpt", "GPT", "perplexity", "wikitext-2",
