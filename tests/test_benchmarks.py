@@ -166,8 +166,16 @@ def test_quick_thoughts_settings_tiny():
 def test_bert_all_labels_tiny():
     out = run("benchmarks/bert_all_labels.py", "--tiny", "--threads", "1", "--budgets", "100", timeout=400)
     rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| ")]
-    variants = [r for r in rows if len(r) == 6 and r[0] in ("from scratch", "pre-trained", "pre-trained + SST text")]
-    assert len(variants) == 10 and all(0 < float(r[3]) <= 100 for r in variants)
-    rates = [r for r in rows if r[0] == "100" and r[2] in ("from scratch", "pre-trained", "pre-trained + SST text")]
+    names = ("from scratch", "pre-trained", "pre-trained + SST text", "pre-trained, new pooler")
+    variants = [r for r in rows if len(r) == 6 and r[0] in names]
+    assert len(variants) == 14 and all(0 < float(r[3]) <= 100 for r in variants)
+    assert {r[0] for r in variants} == set(names)
+    rates = [r for r in rows if r[0] == "100" and r[2] in names]
     assert len(rates) == 3 and all(len(r) == 6 for r in rates)
     assert any("gain at each one's best rate" in line for line in out.splitlines())
+    # one chosen row, no rates table
+    out = run("benchmarks/bert_all_labels.py", "--tiny", "--threads", "1", "--variants", "12", "--no-rates",
+              timeout=400)
+    rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| ")]
+    assert [r[0] for r in rows if len(r) == 6 and r[0] in names] == ["pre-trained, new pooler"]
+    assert "With few labels" not in out
