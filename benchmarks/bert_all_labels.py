@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import time
 
 import numpy as np
@@ -72,17 +73,20 @@ def main() -> None:
     p.add_argument("--budgets", type=int, nargs="*", default=None,
                    help="label budgets of the rates table (default: the preset's, up to 1,000)")
     args = p.parse_args()
+    if args.variants is not None and not set(args.variants) <= set(range(len(VARIANTS))):
+        p.error(f"--variants takes rows 0 to {len(VARIANTS) - 1} of VARIANTS, got {args.variants}")
     torch.set_num_threads(args.threads)
     preset = "smoke" if args.tiny else args.preset
     set_seed(0)
     pcfg = BertPretrainingConfig.preset(preset)
     cfg = BertFinetuningConfig.preset(preset, **(dict(max_steps=10, min_steps=10) if args.tiny else {}))
     bert = giants.load("bert", pcfg, progress=False)
+    # bert_sst: loaded (or trained) the first time a row asks for it, then kept
+    bert_sst = functools.cache(lambda: giants.load("bert_sst", InDomainConfig.preset(preset), progress=False))
     tok = bert.tokenizer
     encoders = {"from scratch": lambda: BertModel(bert.model.bert.cfg),
-                "pre-trained": lambda: copy.deepcopy(bert.model.bert),   # bert_sst: loaded (or trained) when asked
-                "pre-trained + SST text": lambda: copy.deepcopy(
-                    giants.load("bert_sst", InDomainConfig.preset(preset), progress=False).model.bert),
+                "pre-trained": lambda: copy.deepcopy(bert.model.bert),
+                "pre-trained + SST text": lambda: copy.deepcopy(bert_sst().model.bert),
                 "pre-trained, new pooler": lambda: new_pooler(copy.deepcopy(bert.model.bert))}
     x, y = sst2("train")
     order = np.random.default_rng(0).permutation(len(x))      # the page's shuffle

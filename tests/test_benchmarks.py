@@ -179,3 +179,6 @@ def test_bert_all_labels_tiny():
     rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| ")]
     assert [r[0] for r in rows if len(r) == 6 and r[0] in names] == ["pre-trained, new pooler"]
     assert "With few labels" not in out
+    bad = subprocess.run([sys.executable, "benchmarks/bert_all_labels.py", "--tiny", "--variants", "99"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--variants takes rows 0 to 13" in bad.stderr
