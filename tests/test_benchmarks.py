@@ -69,6 +69,14 @@ def test_cove_levers_tiny():
     assert len([r for r in rows if "cove_" in r]) == 6  # every lever's row, with both inputs scored
 
 
+def test_ulmfit_levers_tiny():
+    out = run("benchmarks/ulmfit_levers.py", "--tiny", "--threads", "1")
+    rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| 300 ")]
+    assert len(rows) == 4  # two levers, two rows each
+    assert all(0 < float(r[3].split()[0]) <= 100 and 0 < float(r[4].split()[0]) <= 100 for r in rows)
+    assert [r[1] for r in rows] == ["8", "10", "8", "10"]  # the smoke preset's passes, then the lever's
+
+
 def test_attention_smallest():
     out = run("benchmarks/attention.py", "--part", "all", "--batch", "2", "--seq", "8", "--d-model", "32",
               "--heads", "2", "--d-ff", "64", "--repeats", "1", "--lengths", "64", "--long-d-model", "32",

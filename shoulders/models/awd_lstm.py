@@ -103,10 +103,11 @@ class AWDLSTMConfig(RecurrentLMConfig):
         # cpu: about a third of the paper's widths with the adaptive softmax of chapter 3 (so untied: the adaptive
         # softmax has no |V| x d matrix to share); AdamW with warm-up and decay instead of NT-ASGD's 750 epochs.
         # Measured (two threads, 2-core CPU): 12,000 steps (9.2 passes over WikiText-2) in 46.3 minutes (about 5 of
-        # them with small test jobs beside it), validation perplexity 117.4 with the state carried (chapter 3's
-        # LSTM at cpu: 185.8); every 2,000 steps 200.4 / 153.9 / 136.6 / 126.7 / 122.1 / 117.4. A 6,000-step run
-        # (19.7 minutes, 138.1) gave chapter 11 smaller gains, so the giant takes most of its hour; the snapshots
-        # feed chapter 11's pre-training curve
+        # them with small test jobs beside it; 53.0 alone on 2026-12-04, to the same weights: the machine's speed
+        # varies), validation perplexity 117.4 with the state carried (chapter 3's LSTM at cpu: 185.8); every 2,000
+        # steps 200.4 / 153.9 / 136.6 / 126.7 / 122.1 / 117.4. A 6,000-step run (19.7 minutes, 138.1) gave
+        # chapter 11 smaller gains, so the giant takes most of its hour; the snapshots feed chapter 11's
+        # pre-training curve
         "cpu": dict(emb_dim=200, hidden=400, layers=3, tie_weights=False, adaptive_cutoffs=(2_000, 10_000),
                     dropout=0.3, dropout_e=0.05, dropout_i=0.3, dropout_h=0.15, wdrop=0.3, batch_size=32, bptt=50,
                     steps=12_000, warmup=600, lr=3e-3, clip=0.25, weight_decay=0.01, snapshots=(1_500, 4_000)),
