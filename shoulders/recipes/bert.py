@@ -35,7 +35,7 @@ from ..train.schedules import linear_warmup_decay
 from .artefact import Artefact
 
 __all__ = ["BertPretrainingConfig", "PretrainingBatches", "WikiTextForBert", "build", "evaluate_pretraining",
-           "fixed_eval_batches", "pretrain", "train_giant", "unigram_mlm_baseline", "wikitext_for_bert"]
+           "fixed_eval_batches", "pretrain", "train_giant", "unigram_mlm_baseline", "wikitext_for_bert", "wordpiece"]
 
 
 @dataclasses.dataclass
@@ -292,6 +292,20 @@ class WikiTextForBert:
     seconds: dict[str, float]  # "wordpiece" (training the vocabulary, 0 when cached), "tokenize"
 
 
+def wordpiece(cfg: BertPretrainingConfig, train_documents: Sequence[Sequence[str]] | None = None,
+              progress: bool = False) -> tuple[WordPiece, float]:
+    """The WordPiece vocabulary of ``cfg`` (``cfg.vocab_size`` pieces learned on the first ``cfg.max_documents``
+    WikiText-2 train articles, or on ``train_documents`` of sentences, which must be those), learned once and kept
+    as a ``vocab.txt`` under ``<data cache>/tokenizers/`` (two processes learning it at once: the second waits and
+    reads), and the seconds learning it took (0 when it was kept)."""
+    def learn() -> WordPiece:
+        docs = train_documents if train_documents is not None else wikitext_documents(
+            "train", max_documents=cfg.max_documents)
+        return WordPiece.train((s for d in docs for s in d), vocab_size=cfg.vocab_size, progress=progress)
+    return learned_once(f"wordpiece-wikitext2-{cfg.vocab_size}-{cfg.max_documents or 'all'}", "vocab.txt",
+                        WordPiece.load, learn)
+
+
 def wikitext_for_bert(cfg: BertPretrainingConfig, tok: WordPiece | None = None,
                       progress: bool = False) -> WikiTextForBert:
     """Documents of WikiText-2 train/valid tokenised with a WordPiece vocabulary learned on train.
@@ -304,9 +318,7 @@ def wikitext_for_bert(cfg: BertPretrainingConfig, tok: WordPiece | None = None,
     valid_docs = wikitext_documents("valid")
     seconds = {"wordpiece": 0.0}
     if tok is None:
-        tok, seconds["wordpiece"] = learned_once(
-            f"wordpiece-wikitext2-{cfg.vocab_size}-{cfg.max_documents or 'all'}", "vocab.txt", WordPiece.load,
-            lambda: WordPiece.train((s for d in train_docs for s in d), vocab_size=cfg.vocab_size, progress=progress))
+        tok, seconds["wordpiece"] = wordpiece(cfg, train_docs, progress)
     t0 = time.perf_counter()
     train = [[tok.encode(s) for s in d] for d in train_docs]
     valid = [[tok.encode(s) for s in d] for d in valid_docs]

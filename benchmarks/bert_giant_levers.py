@@ -1,0 +1,119 @@
+"""What the giant's own pre-training settings do to BERT's SST-2 score with every label (chapter 14b).
+
+    python benchmarks/bert_giant_levers.py                  # cpu: trains each variant giant (~50 min each here)
+    python benchmarks/bert_giant_levers.py --levers 1 --scratch   # one variant and the from-scratch row
+    python benchmarks/bert_giant_levers.py --tiny           # smoke giants, a few hundred labels, seconds
+
+``benchmarks/bert_all_labels.py`` varies how the cpu ``bert`` giant is fine-tuned; this script varies how it is
+pre-trained, the giant's compute held at the preset's (same model, steps, batch and lengths) unless a row says
+otherwise. Each variant is the ``bert`` recipe with a few settings of the cpu preset changed, trained and cached as
+its own giant (:func:`shoulders.giants.load` keys the cache by the config), then fine-tuned on all 67,349 SST-2
+phrases exactly as page 14b does (:func:`shoulders.recipes.finetune.compare`: same phrases, order, seeds, schedule,
+rate and head). Every pre-trained encoder is fine-tuned with the preset's dropout (0.1), whatever it was
+pre-trained with, so the rows differ only in their pre-trained weights. The levers:
+
+* no dropout while pre-training: a short pre-training run underfits, and dropout only slows it (Geiping &
+  Goldstein 2023, "Cramming: training a language model on a single GPU in one day", §4.3);
+* a larger peak rate (small BERTs take larger rates, Turc et al. 2019);
+* 40% of the pieces masked instead of 15% (Wettig et al. 2023, "Should you mask 15% in masked language
+  modeling?"): more predictions per step for the same compute;
+* twice the steps: not a cpu option (it would take about twice the hour), it says how the curve goes on.
+
+It prints one Markdown row per encoder: the giant's held-out MLM / NSP accuracy and training minutes, then the
+mean dev accuracy, each seed, and the seconds per fine-tuning run. On a GPU (``shoulders.device()``) the same rows
+take minutes; its numbers are not the cpu page's to the digit (bf16 autocast, other kernels).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+from shoulders import giants, heads
+from shoulders.data import sst2
+from shoulders.device import device as default_device
+from shoulders.models.bert import BertModel
+from shoulders.recipes.bert import BertPretrainingConfig, wordpiece
+from shoulders.recipes.finetune import BertFinetuningConfig, accuracy, compare, prior_loss
+from shoulders.text import task_features as tasks
+
+# name -> the settings of the preset it changes (a function of the preset, so --tiny scales them too)
+LEVERS = (("the preset", lambda c: {}),
+          ("no dropout while pre-training", lambda c: dict(dropout=0.0)),
+          ("peak rate x2", lambda c: dict(lr=2 * c.lr)),
+          ("40% masked", lambda c: dict(mask_prob=0.4)),
+          ("no dropout, peak rate x2", lambda c: dict(dropout=0.0, lr=2 * c.lr)),
+          ("twice the steps", lambda c: dict(steps=2 * c.steps, warmup=2 * c.warmup)),
+          ("40% masked, peak rate x2", lambda c: dict(mask_prob=0.4, lr=2 * c.lr)))
+
+
+def finetuning_encoder(giant: giants.Loaded, like: BertModel) -> BertModel:
+    """The giant's encoder weights in a fresh network shaped (and with the dropout) of ``like``."""
+    encoder = BertModel(like.cfg)
+    encoder.load_state_dict(giant.model.bert.state_dict())
+    return encoder
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seeds", type=int, default=None, help="seeds per row (default: the preset's sst2_seeds)")
+    p.add_argument("--levers", type=int, nargs="*", default=None,
+                   help="rows of LEVERS to run (0-based; default: all), e.g. --levers 0 1")
+    p.add_argument("--scratch", action="store_true", help="also the from-scratch row (default: only with all levers)")
+    p.add_argument("--tiny", action="store_true", help="smoke giants, --labels phrases, 10 updates, one seed")
+    p.add_argument("--labels", type=int, default=300, help="phrases fine-tuned on with --tiny")
+    p.add_argument("--progress", action="store_true", help="a progress bar while a giant trains")
+    args = p.parse_args()
+    if args.levers is not None and not set(args.levers) <= set(range(len(LEVERS))):
+        p.error(f"--levers takes rows 0 to {len(LEVERS) - 1} of LEVERS, got {args.levers}")
+    torch.set_num_threads(args.threads)
+    preset = "smoke" if args.tiny else "cpu"
+    pcfg = BertPretrainingConfig.preset(preset)
+    cfg = BertFinetuningConfig.preset(preset, **(dict(max_steps=10, min_steps=10) if args.tiny else {}))
+    chosen = range(len(LEVERS)) if args.levers is None else args.levers
+    scratch = args.scratch or args.levers is None
+    tok = wordpiece(pcfg)[0]  # every lever keeps the preset's vocabulary (checked below)
+    like = BertModel(pcfg.model_config(len(tok), tok.pad_id))  # the shape and dropout every row fine-tunes with
+
+    x, y = sst2("train")
+    order = np.random.default_rng(0).permutation(len(x))      # the page's shuffle
+    n = args.labels if args.tiny else (cfg.sst2_train or len(x))
+    x, y = [x[i] for i in order[:n]], [y[i] for i in order[:n]]
+    dev_x, dev_y = sst2("dev")
+    train = tasks.classification_features(tok, x, None, y, cfg.max_len)
+    dev = tasks.classification_features(tok, dev_x, None, dev_y, cfg.max_len)
+    majority = 100 * max(np.mean(dev_y), 1 - np.mean(dev_y))
+    seeds = range(1 if args.tiny else (args.seeds or cfg.sst2_seeds))
+    print(f"{preset} presets on {default_device()}, {torch.get_num_threads()} thread(s); SST-2 dev accuracy % after "
+          f"fine-tuning on {len(train):,} phrases ({cfg.steps_for(len(train)):,} updates), seeds {list(seeds)}; "
+          f"majority class {majority:.1f}%", flush=True)
+
+    def row(name: str, build, rate: float, pre: str) -> None:
+        t0 = time.perf_counter()
+        r = compare(lambda enc: heads.SequenceClassifier(enc, 2), {name: build}, train, tok.pad_id, cfg,
+                    lambda head: accuracy(head, dev, tok.pad_id), {name: rate}, metric="dev accuracy %",
+                    baseline=majority, prior=prior_loss(y), steps=cfg.steps_for(len(train)), seeds=seeds)[name]
+        print(f"| {name} | {pre} | {r['score']:.1f} | {' / '.join(f'{s:.1f}' for s in r['scores'])} | "
+              f"{(time.perf_counter() - t0) / len(seeds):.0f} |", flush=True)
+
+    print("\n| encoder | pre-training: steps, held-out MLM / NSP %, minutes | mean | seeds | s per run |\n"
+          "|---|---|---|---|---|", flush=True)
+    if scratch:
+        row("from scratch", lambda: BertModel(like.cfg), cfg.scratch_lr, "none")
+    for i in chosen:
+        name, change = LEVERS[i]
+        vcfg = pcfg.replace(**change(pcfg))
+        giant = giants.load("bert", vcfg, progress=args.progress)
+        if list(giant.tokenizer.vocab.tokens) != list(tok.vocab.tokens):
+            raise RuntimeError(f"lever {name!r} learned another WordPiece vocabulary: the rows would not compare")
+        m = giant.metrics
+        pre = (f"{vcfg.steps:,}, {100 * m['mlm_acc']:.1f} / {100 * m['nsp_acc']:.1f}, "
+               f"{giant.card.get('wall_time_s', float('nan')) / 60:.1f}")
+        row(f"pre-trained: {name}", lambda: finetuning_encoder(giant, like), cfg.lr, pre)
+
+
+if __name__ == "__main__":
+    main()
