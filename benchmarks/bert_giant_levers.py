@@ -1,6 +1,6 @@
 """What the giant's own pre-training settings do to BERT's SST-2 score with every label (chapter 14b).
 
-    python benchmarks/bert_giant_levers.py                  # cpu: trains each variant giant (~50 min each here)
+    python benchmarks/bert_giant_levers.py                  # cpu: each variant giant ~40-80 min here, once
     python benchmarks/bert_giant_levers.py --levers 1 --scratch   # one variant and the from-scratch row
     python benchmarks/bert_giant_levers.py --tiny           # smoke giants, a few hundred labels, seconds
 
