@@ -31,17 +31,14 @@ import copy
 import functools
 import time
 
-import numpy as np
 import torch
 
 from shoulders import giants, heads
 from shoulders._seed import seed as set_seed
-from shoulders.data import sst2
 from shoulders.models.bert import BertModel, init_bert_weights
 from shoulders.recipes.bert import BertPretrainingConfig
 from shoulders.recipes.bert_in_domain import InDomainConfig
-from shoulders.recipes.finetune import BertFinetuningConfig, accuracy, compare, prior_loss
-from shoulders.text import task_features as tasks
+from shoulders.recipes.finetune import BertFinetuningConfig, accuracy, compare, prior_loss, sst2_phrases
 
 # (encoder, learning rate or None for the page's, max updates: None for the page's cap, 0 for none = cfg.epochs passes)
 VARIANTS = (("from scratch", None, None), ("pre-trained", None, None), ("pre-trained + SST text", None, None),
@@ -88,14 +85,7 @@ def main() -> None:
                 "pre-trained": lambda: copy.deepcopy(bert.model.bert),
                 "pre-trained + SST text": lambda: copy.deepcopy(bert_sst().model.bert),
                 "pre-trained, new pooler": lambda: new_pooler(copy.deepcopy(bert.model.bert))}
-    x, y = sst2("train")
-    order = np.random.default_rng(0).permutation(len(x))      # the page's shuffle
-    n = args.labels if args.tiny else (cfg.sst2_train or len(x))
-    x, y = [x[i] for i in order[:n]], [y[i] for i in order[:n]]
-    dev_x, dev_y = sst2("dev")
-    train = tasks.classification_features(tok, x, None, y, cfg.max_len)
-    dev = tasks.classification_features(tok, dev_x, None, dev_y, cfg.max_len)
-    majority = 100 * max(np.mean(dev_y), 1 - np.mean(dev_y))
+    train, y, dev, majority = sst2_phrases(tok, cfg, args.labels if args.tiny else None)  # the page's phrases
     seeds = range(1 if args.tiny else (args.seeds or cfg.sst2_seeds))
     print(f"{preset} presets, {torch.get_num_threads()} thread(s); SST-2 dev accuracy % after fine-tuning on "
           f"{len(train):,} phrases, seeds {list(seeds)}; majority class {majority:.1f}%")

@@ -28,16 +28,13 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
 import torch
 
 from shoulders import giants, heads
-from shoulders.data import sst2
 from shoulders.device import device as default_device
 from shoulders.models.bert import BertModel
 from shoulders.recipes.bert import BertPretrainingConfig, wordpiece
-from shoulders.recipes.finetune import BertFinetuningConfig, accuracy, compare, prior_loss
-from shoulders.text import task_features as tasks
+from shoulders.recipes.finetune import BertFinetuningConfig, accuracy, compare, prior_loss, sst2_phrases
 
 # name -> the settings of the preset it changes (a function of the preset, so --tiny scales them too)
 LEVERS = (("the preset", lambda c: {}),
@@ -78,14 +75,7 @@ def main() -> None:
     tok = wordpiece(pcfg)[0]  # every lever keeps the preset's vocabulary (checked below)
     like = BertModel(pcfg.model_config(len(tok), tok.pad_id))  # the shape and dropout every row fine-tunes with
 
-    x, y = sst2("train")
-    order = np.random.default_rng(0).permutation(len(x))      # the page's shuffle
-    n = args.labels if args.tiny else (cfg.sst2_train or len(x))
-    x, y = [x[i] for i in order[:n]], [y[i] for i in order[:n]]
-    dev_x, dev_y = sst2("dev")
-    train = tasks.classification_features(tok, x, None, y, cfg.max_len)
-    dev = tasks.classification_features(tok, dev_x, None, dev_y, cfg.max_len)
-    majority = 100 * max(np.mean(dev_y), 1 - np.mean(dev_y))
+    train, y, dev, majority = sst2_phrases(tok, cfg, args.labels if args.tiny else None)  # the page's phrases
     seeds = range(1 if args.tiny else (args.seeds or cfg.sst2_seeds))
     print(f"{preset} presets on {default_device()}, {torch.get_num_threads()} thread(s); SST-2 dev accuracy % after "
           f"fine-tuning on {len(train):,} phrases ({cfg.steps_for(len(train)):,} updates), seeds {list(seeds)}; "

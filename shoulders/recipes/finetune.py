@@ -11,16 +11,19 @@ import dataclasses
 import inspect
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
+import numpy as np
 import torch
 from torch import nn
 
 from .._scale import scale as current_scale
 from .._seed import seed as set_seed
 from ..config import Config, ConfigError
+from ..data import sst2
 from ..evaluate import ledger
 from ..heads import Head
+from ..text import task_features
 from ..text.bert_inputs import collate
 from ..train.callbacks import Probe
 from ..train.history import History
@@ -31,7 +34,7 @@ from ..train.schedules import linear_warmup_decay
 
 __all__ = ["MODES", "BertFinetuningConfig", "FeatureBatches", "accuracy", "compare", "describe", "finetune",
            "label_budget_curve", "predict", "prior_loss", "record_row", "rows_from_ledger", "score_text",
-           "set_trainable", "shoulders_table"]
+           "set_trainable", "shoulders_table", "sst2_phrases"]
 
 
 @dataclasses.dataclass
@@ -220,6 +223,27 @@ def predict(head: nn.Module, features: Sequence[Mapping[str, Any]], pad_id: int,
     finally:
         head.train(was_training)
     return out
+
+
+class SST2Phrases(NamedTuple):
+    train: list[dict[str, Any]]   # the fine-tuning features of the chosen training phrases
+    labels: list[int]             # their labels, in the same order
+    dev: list[dict[str, Any]]     # the features of every dev sentence
+    majority: float               # the dev accuracy % of always answering the commoner label
+
+
+def sst2_phrases(tok: Any, cfg: BertFinetuningConfig, n: int | None = None) -> SST2Phrases:
+    """SST-2 as chapter 14b fine-tunes on it: the first ``n`` training phrases (default ``cfg.sst2_train``, None:
+    all 67,349) of the page's fixed shuffle (``numpy.random.default_rng(0)``), and every dev sentence, as
+    ``tok``'s features of at most ``cfg.max_len`` pieces."""
+    x, y = sst2("train")
+    order = np.random.default_rng(0).permutation(len(x))
+    n = n or cfg.sst2_train or len(x)
+    x, y = [x[i] for i in order[:n]], [y[i] for i in order[:n]]
+    dev_x, dev_y = sst2("dev")
+    return SST2Phrases(task_features.classification_features(tok, x, None, y, cfg.max_len), y,
+                       task_features.classification_features(tok, dev_x, None, dev_y, cfg.max_len),
+                       100 * max(np.mean(dev_y), 1 - np.mean(dev_y)))
 
 
 def prior_loss(labels: Sequence[int], n_classes: int | None = None) -> float:
