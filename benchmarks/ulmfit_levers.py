@@ -1,4 +1,4 @@
-"""Chapter 11's levers on ULMFiT's SST-2 score: does the classifier gain from more updates?
+"""Chapter 11's levers on ULMFiT's SST-2 score: more classifier updates, and the task's words in the vocabulary.
 
     python benchmarks/ulmfit_levers.py                  # cpu: the cached awd_lstm giant, about 30 minutes on two cores
     python benchmarks/ulmfit_levers.py --lever updates  # one lever
@@ -7,19 +7,22 @@
 Page 11 trains the stage-3 classifier for three passes over its labels (at least 100 updates), and its ULMFiT
 classifier ends with a higher training loss than the same network from scratch (with all labels 0.478 against
 0.311): under gradual unfreezing its lower layers train for half of the updates. Is ULMFiT held back by too few
-updates? Every row here is the page's comparison (:func:`shoulders.recipes.finetune.compare`: stage 2 on all the
-task's text as in 11.3, the page's shuffle of the 6,920 training sentences, the concat-pooling classifier, ULMFiT
-under gradual unfreezing and from scratch all at once, dev accuracy, seeds 0-2) with the update budget changed:
+updates, or by the words it cannot read? Every row here is the page's comparison
+(:func:`shoulders.recipes.finetune.compare`: stage 2 on all the task's text as in 11.3, the page's shuffle of the
+6,920 training sentences, the concat-pooling classifier, ULMFiT under gradual unfreezing and from scratch all at
+once, dev accuracy, seeds 0-2) with one setting changed:
 
 * ``updates`` -- every label, three passes (the page, 325 updates) and ten passes (1,082 updates);
-* ``labels`` -- 1,000 labels, the page's 100 updates and 300 updates (ten passes, at least 300).
+* ``labels`` -- 1,000 labels, the page's 100 updates and 300 updates (ten passes, at least 300);
+* ``vocabulary`` -- 300 and 1,000 labels with the giant's vocabulary as it is (every word WikiText-2 lacks is its
+  ``<unk>``) and grown by the task's words seen at least twice before stage 2 (:func:`~shoulders.recipes.ulmfit.
+  task_vocabulary`, as ULMFiT's code does); the control from scratch reads the same vocabulary.
 
 Each row prints both encoders' mean (range) over the seeds, their final training loss and the gain of ULMFiT.
 """
 from __future__ import annotations
 
 import argparse
-import copy
 import functools
 import random
 import time
@@ -34,6 +37,8 @@ from shoulders.recipes.finetune import accuracy, compare, prior_loss, score_text
 LEVERS = {  # name: [(label budget, None = all; ULMFiTConfig overrides)]
     "updates": [(None, {}), (None, {"epochs": 10.0})],
     "labels": [(1_000, {}), (1_000, {"epochs": 10.0, "min_steps": 300})],
+    "vocabulary": [(n, {"vocab_min_count": k}) for n in (100, 300, 1_000) for k in (0, 2)],
+    "stage-2": [(n, {"vocab_min_count": 2, "lm_epochs": 6.0}) for n in (100, 300)],
 }
 SEMI, SCRATCH = "ULMFiT", "from scratch"
 
@@ -48,7 +53,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     sh.seed(0)
     giant = sh.giants.load("awd_lstm", AWDLSTMConfig.preset(scale), scale=scale, progress=False)
-    lm0, vocab, gcfg = giant.model.eval(), giant.tokenizer, giant.config
+    lm0 = giant.model.eval()
     ucfg = ulmfit.ULMFiTConfig.preset(scale)
     if args.tiny:
         ucfg = ucfg.replace(seeds=1, train=300, lm_epochs=0.1, lm_min_steps=5)
@@ -57,35 +62,55 @@ def main() -> None:
     order = list(range(len(train_x)))
     random.Random(0).shuffle(order)                                  # the page's order
     order = order[:ucfg.train] if ucfg.train is not None else order
-    train = ulmfit.classifier_features([train_x[i] for i in order], [train_y[i] for i in order], vocab)
+    train_x, train_y = [train_x[i] for i in order], [train_y[i] for i in order]
     if args.tiny:                                                    # a random part of dev, as the page at smoke
         keep = sorted(random.Random(1).sample(range(len(dev_x)), 100))
         dev_x, dev_y = [dev_x[i] for i in keep], [dev_y[i] for i in keep]
-    dev = ulmfit.classifier_features(dev_x, dev_y, vocab)
-    t0 = time.perf_counter()
-    lm = copy.deepcopy(lm0)
-    ulmfit.finetune_lm(lm, ulmfit.task_stream(sh.data.sst_trees("train")[0], vocab), ucfg)   # stage 2, as in 11.3
-    print(f"scale={scale}, threads={torch.get_num_threads()}; stage 2 in {time.perf_counter() - t0:.0f} s; SST-2 dev "
-          "accuracy %, mean (range) over the seeds, (final training loss)\n")
-    print("| labels | passes | updates | ULMFiT | from scratch | gain |\n|---|---|---|---|---|---|")
+    task_text = sh.data.sst_trees("train")[0]
+    adapted: dict[tuple, tuple] = {}
+
+    def stage2(u: ulmfit.ULMFiTConfig) -> tuple:
+        """The vocabulary (the giant's, grown by the task's words seen ``u.vocab_min_count`` times), stage 2 on all
+        the task's text as in 11.3 for ``u.lm_epochs`` passes, and the labelled sentences in that vocabulary: once
+        per setting."""
+        key = (u.vocab_min_count, u.lm_epochs)
+        if key not in adapted:
+            t0 = time.perf_counter()
+            lm, vocab = ulmfit.task_vocabulary(lm0, giant.tokenizer, task_text, u.vocab_min_count)
+            ulmfit.finetune_lm(lm, ulmfit.task_stream(task_text, vocab), u)
+            adapted[key] = (lm, vocab, ulmfit.classifier_features(train_x, train_y, vocab),
+                            ulmfit.classifier_features(dev_x, dev_y, vocab))
+            print(f"stage 2 with {len(vocab):,} words (task words seen {u.vocab_min_count}+ times added; 0: none), "
+                  f"{u.lm_epochs:g} passes, in {time.perf_counter() - t0:.0f} s", flush=True)
+        return adapted[key]
+
+    print(f"scale={scale}, threads={torch.get_num_threads()}; SST-2 dev accuracy %, mean (range) over the seeds, "
+          "(final training loss)\n")
+    print("| labels | passes | updates | vocabulary | ULMFiT | from scratch | gain |\n|---|---|---|---|---|---|---|")
+    done: dict[tuple[int, str], str] = {}
     for lever in args.lever or list(LEVERS):
         for n, overrides in LEVERS[lever]:
-            u = ucfg.replace(**{**overrides, **(dict(min_steps=12, max_steps=12) if args.tiny else {})})
+            u = ucfg.replace(**{**overrides, **(dict(min_steps=12, max_steps=12, lm_epochs=0.1) if args.tiny else {})})
+            lm, vocab, train, dev = stage2(u)
             ft = u.finetuning()
             part = train[:n or len(train)]
+            if (len(part), repr(u)) in done:  # the same runs as an earlier row (at --tiny, 300 sentences cap n)
+                print(done[len(part), repr(u)] + "  <!-- as above -->", flush=True)
+                continue
             trainers = {SEMI: functools.partial(ulmfit.train_classifier, ulmfit=u),
                         SCRATCH: functools.partial(ulmfit.train_classifier, ulmfit=u, gradual=False)}
             t0 = time.perf_counter()
             row = compare(ulmfit.classifier_maker(u, 2), {SEMI: ulmfit.fresh_copy(lm),
-                                                          SCRATCH: lambda: AWDLSTM(gcfg)},
+                                                          SCRATCH: lambda: AWDLSTM(lm.cfg)},
                           part, vocab.unk_id, ft, lambda h: accuracy(h, dev, vocab.unk_id),
                           {SEMI: u.lr, SCRATCH: u.scratch_lr}, metric="dev accuracy %", baseline=50.0,
                           prior=prior_loss([f["labels"] for f in part]), steps=ft.steps_for(len(part)),
                           seeds=range(u.seeds), trainers=trainers)
-            print(f"| {len(part):,} | {u.epochs:g} | {row[SEMI]['steps']:,} | "
-                  + " | ".join(f"{score_text(row[k])} ({row[k]['train_loss']:.3f})" for k in (SEMI, SCRATCH))
-                  + f" | {row[SEMI]['score'] - row[SCRATCH]['score']:+.1f} |"
-                  + f"  <!-- {time.perf_counter() - t0:.0f} s -->", flush=True)
+            line = (f"| {len(part):,} | {u.epochs:g} | {row[SEMI]['steps']:,} | {len(vocab):,} | "
+                    + " | ".join(f"{score_text(row[k])} ({row[k]['train_loss']:.3f})" for k in (SEMI, SCRATCH))
+                    + f" | {row[SEMI]['score'] - row[SCRATCH]['score']:+.1f} |")
+            done[len(part), repr(u)] = line
+            print(line + f"  <!-- {time.perf_counter() - t0:.0f} s -->", flush=True)
 
 
 if __name__ == "__main__":

@@ -64,17 +64,21 @@ def test_full_plan_tiny():
 
 
 def test_cove_levers_tiny():
-    out = run("benchmarks/cove_levers.py", "--tiny", "--threads", "1")
+    out = run("benchmarks/cove_levers.py", "--tiny", "--threads", "1", timeout=400)  # may train four smoke giants
     rows = [line for line in out.splitlines() if line.startswith("| ") and "CoVe" not in line.split("|")[1]]
-    assert len([r for r in rows if "cove_" in r]) == 6  # every lever's row, with both inputs scored
+    assert len([r for r in rows if "cove_" in r]) == 7  # every lever's row, with both inputs scored
+    assert any("cove_small_sst" in r for r in rows)    # the variant giant on GloVe that read SST
 
 
 def test_ulmfit_levers_tiny():
     out = run("benchmarks/ulmfit_levers.py", "--tiny", "--threads", "1")
-    rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| 300 ")]
-    assert len(rows) == 4  # two levers, two rows each
-    assert all(0 < float(r[3].split()[0]) <= 100 and 0 < float(r[4].split()[0]) <= 100 for r in rows)
-    assert [r[1] for r in rows] == ["8", "10", "8", "10"]  # the smoke preset's passes, then the lever's
+    rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line[:3] in ("| 1", "| 3")]
+    assert [r[0] for r in rows] == ["300"] * 4 + ["100", "100"] + ["300"] * 4 + ["100", "300"]  # 300 sentences at tiny
+    assert all(0 < float(r[4].split()[0]) <= 100 and 0 < float(r[5].split()[0]) <= 100 for r in rows)
+    assert [r[1] for r in rows[:4]] == ["8", "10", "8", "10"]  # the smoke preset's passes, then the lever's
+    words = [int(r[3].replace(",", "")) for r in rows]
+    assert words[4] < words[5] and words[6] < words[7] and words[8] < words[9]  # the giant's vocabulary, then grown
+    assert words[0] == words[4] and words[10] == words[5]  # the preset keeps the giant's; the stage-2 lever grows it
 
 
 def test_attention_smallest():

@@ -1,6 +1,8 @@
 """GloVe: 1/d co-occurrence counts by hand, the weighting f, the loss formula, and training that learns."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -104,3 +106,27 @@ def test_the_glove_giant_trains_once_and_loads_the_same_vectors(tmp_path, monkey
     assert not second.trained and second.tokenizer.tokens == first.tokenizer.tokens
     assert torch.equal(second.model.vectors(), first.model.vectors())
     assert "the" in second.tokenizer and second.model.vectors().shape == (len(second.tokenizer), cfg.dim)
+
+
+def test_glove_sst_reads_sst_training_sentences_first_then_the_corpus():
+    from shoulders import data
+    from shoulders.giants import get
+
+    sst = data.sst_trees("train")[0]
+    wiki = wv.corpus_lines("wikitext-2")
+    lines = wv.corpus_lines("wikitext-2+sst")
+    assert len(lines) == len(sst) + len(wiki)
+    assert lines[0] == sst[0].split() and lines[len(sst) - 1] == sst[-1].split() and lines[len(sst)] == wiki[0]
+    with pytest.raises(ValueError, match="corpus must be one of"):
+        wv.corpus_lines("wikitext-2+imdb")
+    with pytest.raises(ConfigError, match="corpus must be one of"):
+        glove.GloVeConfig(corpus="sst")
+    # the glove_sst giant is chapter 5's GloVe at every scale but for the added text
+    for scale in glove.GloVeConfig.presets:
+        cfg, plain = glove.GloVeSSTConfig.preset(scale), glove.GloVeConfig.preset(scale)
+        assert cfg.corpus == plain.corpus + "+sst", scale
+        assert dataclasses.asdict(cfg.replace(corpus=plain.corpus)) == dataclasses.asdict(plain), scale
+    assert get("glove_sst").config is glove.GloVeSSTConfig and get("cove_small").base == "glove"
+    # words reviews are made of, missing from WikiText-2 at min_count 5, are counted now
+    smoke = wv.prepare(glove.GloVeSSTConfig.preset("smoke"))
+    assert "pretentious" in smoke.vocab and "n't" in smoke.vocab

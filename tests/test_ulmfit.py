@@ -183,7 +183,8 @@ def test_layer_groups_and_names():
 @pytest.mark.parametrize("change, field", [({"ablation_labels": 50}, "ablation_labels"),
                                            ({"budgets": (300, 100)}, "budgets"),
                                            ({"unfreeze_share": 0.0}, "unfreeze_share"),
-                                           ({"cut_frac": 1.0}, "cut_frac")])
+                                           ({"cut_frac": 1.0}, "cut_frac"),
+                                           ({"vocab_min_count": -1}, "vocab_min_count")])
 def test_config_errors_name_the_field(change, field):
     with pytest.raises(ConfigError, match=field):
         dataclasses.replace(U.ULMFiTConfig(), **change).validate()
@@ -200,3 +201,34 @@ def test_features_and_stream_use_wikitext_words():
     assert f[1]["input_ids"] == [vocab.unk_id] * 3
     with pytest.raises(ValueError, match="labels"):
         U.classifier_features(["a"], [0, 1], vocab)
+
+
+@pytest.mark.parametrize("softmax", [dict(tie_weights=True, adaptive_cutoffs=None),
+                                     dict(tie_weights=False, adaptive_cutoffs=None),
+                                     dict(tie_weights=False, adaptive_cutoffs=(3, 6), div_value=2.0)])
+def test_task_vocabulary_adds_the_task_words_at_the_mean_of_the_rows(softmax):
+    from shoulders.text import Vocab
+
+    vocab = Vocab.build([["<eos>", "the", "film", "is", "good", "."]], specials=["<unk>"], unk="<unk>")
+    giant = lm(**{**softmax, "vocab_size": len(vocab)}).eval()
+    text = ["the film is engrossing .", "an engrossing , watchable film", "watchable", "unfunny"]
+    grown_lm, grown = U.task_vocabulary(giant, vocab, text, min_count=2)
+    # the giant's words keep their ids; the task's words seen twice follow, most frequent first (ties by spelling)
+    assert grown.tokens == vocab.tokens + ["engrossing", "watchable"] and grown.unk_id == vocab.unk_id
+    assert grown_lm.cfg.vocab_size == len(grown) and giant.cfg.vocab_size == len(vocab)   # the giant is untouched
+    old, new = giant.state_dict(), grown_lm.state_dict()
+    grew = [k for k in old if old[k].shape != new[k].shape]
+    assert "embed.weight" in grew and (softmax["tie_weights"] or any(k.startswith("out.") for k in grew))
+    for k in old:
+        torch.testing.assert_close(new[k][:len(old[k])], old[k], rtol=0, atol=0)
+        if k in grew:
+            torch.testing.assert_close(new[k][len(old[k]):], old[k].mean(0).expand(2, *old[k].shape[1:]))
+    # the LSTMs read the giant's words as before
+    x = torch.tensor([vocab.encode(["the", "film", "is", "good"])])
+    for a, b in zip(giant.encode(x)["raw"], grown_lm.eval().encode(x)["raw"]):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert U.task_vocabulary(giant, vocab, text, min_count=1)[1].tokens[-1] == "unfunny"
+    same_lm, same = U.task_vocabulary(giant, vocab, text, min_count=0)
+    assert same == vocab and same_lm is not giant and same_lm.cfg == giant.cfg
+    with pytest.raises(ValueError, match="min_count"):
+        U.task_vocabulary(giant, vocab, text, min_count=-1)

@@ -16,7 +16,7 @@ from torch import nn
 from ..config import Config
 from ..data.entry import Dataset
 from ..models.fasttext import SubwordConfig
-from ..models.glove import GloVeConfig
+from ..models.glove import GloVeConfig, GloVeSSTConfig
 from ..models.word2vec import Word2VecConfig
 from ..models.awd_lstm import AWDLSTMConfig
 from ..models.quick_thoughts import QuickThoughtsConfig
@@ -128,6 +128,22 @@ GLOVE = Giant(
     data=("wikitext-2", "text8"),  # text8 at full only
     # cpu: 50 passes, about 6 minutes on one thread (the counting included); 5.3 minutes measured on two threads
     # (2026-12-03)
+    minutes={"smoke": 1, "cpu": 6, "full": 15},
+)
+
+GLOVE_SST = Giant(
+    name="glove_sst",
+    title="GloVe word vectors of WikiText-2 (text8 at full) plus the Stanford Sentiment Treebank's training "
+          "sentences, labels unused: chapter 5's recipe, for chapter 9's question whether CoVe needs GloVe to know "
+          "the task's words (benchmarks/cove_levers.py)",
+    chapter="9 (CoVe)",
+    config=GloVeSSTConfig,
+    train=word_vectors.glove_giant,
+    build=word_vectors.build_glove,
+    tokenizer=Vocab,
+    tokenizer_file="vocab.json",
+    data=("wikitext-2", "sst-trees", "text8"),  # text8 at full only
+    # cpu: 5.4 minutes on two threads (2026-12-04; 2,173,301 tokens, 24,743 words, 8.5M non-zero entries of X)
     minutes={"smoke": 1, "cpu": 6, "full": 15},
 )
 
@@ -288,9 +304,9 @@ XLNET = Giant(
     minutes={"smoke": 1, "cpu": 52, "full": 60},
 )
 
-_CATALOGUE: dict[str, Giant] = {g.name: g for g in (WORD2VEC, GLOVE, FASTTEXT, SKIP_THOUGHTS, QUICK_THOUGHTS,
-                                                     COVE_SMALL, COVE_LARGE, ELMO, AWD_LSTM, GPT, BERT, BERT_SST,
-                                                     TRANSFORMER_XL, XLNET)}
+_CATALOGUE: dict[str, Giant] = {g.name: g for g in (WORD2VEC, GLOVE, GLOVE_SST, FASTTEXT, SKIP_THOUGHTS,
+                                                     QUICK_THOUGHTS, COVE_SMALL, COVE_LARGE, ELMO, AWD_LSTM, GPT, BERT,
+                                                     BERT_SST, TRANSFORMER_XL, XLNET)}
 CATALOGUE: Mapping[str, Giant] = MappingProxyType(_CATALOGUE)
 """Every giant of the book by name (read-only; :func:`register` adds one)."""
 

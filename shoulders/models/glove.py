@@ -34,7 +34,8 @@ from ..config import Config, ConfigError
 from .ids import check_ids
 from .word2vec import WordCorpus
 
-__all__ = ["Cooccurrence", "GloVe", "GloVeBatches", "GloVeConfig", "cooccurrence", "glove_weight"]
+__all__ = ["CORPORA", "Cooccurrence", "GloVe", "GloVeBatches", "GloVeConfig", "GloVeSSTConfig", "cooccurrence",
+           "glove_weight"]
 
 
 @dataclasses.dataclass
@@ -147,6 +148,9 @@ class GloVeBatches:
             yield c.rows[k], c.cols[k], c.values[k].float()
 
 
+CORPORA = ("wikitext-2", "text8", "wikitext-2+sst", "text8+sst")  # the training texts a GloVeConfig names
+
+
 @dataclasses.dataclass
 class GloVeConfig(Config):
     """GloVe's settings (names as in glove.c where it has them)."""
@@ -160,7 +164,7 @@ class GloVeConfig(Config):
     batch_size: int = 4096
     min_count: int = 5  # -min-count
     max_vocab: int | None = None
-    corpus: str = "wikitext-2"  # or "text8"
+    corpus: str = "wikitext-2"  # or "text8"; "+sst" after either adds SST's training sentences (GloVeSSTConfig)
     train_tokens: int | None = None
     vocab_size: int = 28_000  # used only when the model is built without a corpus
     seed: int = 0
@@ -181,8 +185,8 @@ class GloVeConfig(Config):
             raise ConfigError("dim, window, epochs, batch_size, min_count must be >= 1 and vocab_size >= 2")
         if self.x_max <= 0 or not 0 < self.alpha <= 1 or self.lr <= 0:
             raise ConfigError(f"need x_max > 0, 0 < alpha <= 1, lr > 0; got {self.x_max}, {self.alpha}, {self.lr}")
-        if self.corpus not in ("wikitext-2", "text8"):
-            raise ConfigError(f"corpus must be 'wikitext-2' or 'text8', got {self.corpus!r}")
+        if self.corpus not in CORPORA:
+            raise ConfigError(f"corpus must be one of {CORPORA}, got {self.corpus!r}")
 
     def build(self, num_words: int | None = None) -> GloVe:
         return GloVe(self, num_words)
@@ -210,3 +214,16 @@ class GloVeConfig(Config):
 
     def batches(self, cooc: Cooccurrence) -> GloVeBatches:
         return GloVeBatches(cooc, self.batch_size)
+
+
+@dataclasses.dataclass
+class GloVeSSTConfig(GloVeConfig):
+    """Chapter 5's GloVe at every scale, trained on its corpus *plus* the Stanford Sentiment Treebank's 8,544
+    training sentences (labels unused): the ``glove_sst`` giant that chapter 9's translation models and task models
+    read. WikiText-2 lacks many words reviews are made of (*bland*, *engrossing*, *n't*); the paper's GloVe, of 840
+    billion words of web text, has them. SST's sentences come first, so the smoke preset's token cut keeps them."""
+
+    corpus: str = "wikitext-2+sst"
+
+    presets: ClassVar = {scale: {**p, "corpus": p.get("corpus", "wikitext-2") + "+sst"}
+                         for scale, p in GloVeConfig.presets.items()}

@@ -33,7 +33,7 @@ from torch import nn
 from .. import data
 from ..evaluate.words import analogy, group_precision, word_similarity
 from ..models.fasttext import FastTextClassifier, FastTextConfig, SubwordConfig, SubwordSkipGram
-from ..models.glove import Cooccurrence, GloVe, GloVeConfig
+from ..models.glove import CORPORA, Cooccurrence, GloVe, GloVeConfig
 from ..models.word2vec import Word2Vec, Word2VecConfig, WordCorpus, prepare_corpus
 from ..train.history import History
 from ..train.loop import fit
@@ -44,19 +44,21 @@ from .artefact import Artefact
 __all__ = ["CORPORA", "build_glove", "build_subword", "build_word2vec", "corpus_lines", "glove_giant", "prepare",
            "scores", "subword_giant", "train_classifier", "train_glove", "train_word2vec", "word2vec_giant"]
 
-CORPORA = ("wikitext-2", "text8")
 LOG_EVERY = 20  # word2vec's history: one row (mean loss per prediction, lr, words/s) every this many batches
 
 
 def corpus_lines(corpus: str = "wikitext-2") -> list[list[str]]:
     """The training text as lines of tokens: WikiText-2 train without ``<eos>`` (a line is already a window
     boundary), or text8 cut into 10,000-word lines (the chunk gensim's ``Text8Corpus`` reads; text8 has no line
-    breaks)."""
-    if corpus == "wikitext-2":
-        return data.wikitext2("train", eos=None)
-    if corpus == "text8":
-        return data.text8()
-    raise ValueError(f"corpus must be one of {CORPORA}, got {corpus!r}")
+    breaks). ``"+sst"`` after either puts the Stanford Sentiment Treebank's 8,544 training sentences (cased, split
+    at spaces, labels unused) before it: their words get vectors even under a ``train_tokens`` cut."""
+    if corpus not in CORPORA:
+        raise ValueError(f"corpus must be one of {CORPORA}, got {corpus!r}")
+    base, _, extra = corpus.partition("+")
+    lines = data.wikitext2("train", eos=None) if base == "wikitext-2" else data.text8()
+    if extra == "sst":
+        lines = [s.split() for s in data.sst_trees("train")[0]] + list(lines)
+    return lines
 
 
 def prepare(cfg: Any, lines: Iterable[Sequence[str]] | None = None) -> WordCorpus:
