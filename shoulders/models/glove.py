@@ -219,9 +219,10 @@ class GloVeConfig(Config):
 @dataclasses.dataclass
 class GloVeSSTConfig(GloVeConfig):
     """Chapter 5's GloVe at every scale, trained on its corpus *plus* the Stanford Sentiment Treebank's 8,544
-    training sentences (labels unused): the ``glove_sst`` giant that chapter 9's translation models and task models
-    read. WikiText-2 lacks many words reviews are made of (*bland*, *engrossing*, *n't*); the paper's GloVe, of 840
-    billion words of web text, has them. SST's sentences come first, so the smoke preset's token cut keeps them."""
+    training sentences (labels unused): the ``glove_sst`` giant, with which ``benchmarks/cove_levers.py --lever
+    glove-sst`` asks whether CoVe needs GloVe to know a review's words. WikiText-2 lacks many of them (*bland*,
+    *engrossing*, *n't*); CoVe's GloVe, of 840 billion words of web text, has them. SST's sentences come first, so
+    the smoke preset's token cut keeps them."""
 
     corpus: str = "wikitext-2+sst"
 
