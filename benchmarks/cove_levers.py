@@ -1,6 +1,6 @@
 """Chapter 9's levers on CoVe's SST-2 score: what the page's task model gains or loses from CoVe in other settings.
 
-    python benchmarks/cove_levers.py                      # cpu: the cached cove giants, about 25 minutes on two cores
+    python benchmarks/cove_levers.py                      # cpu: the cached giants, about 30 minutes on two cores
     python benchmarks/cove_levers.py --lever centring     # one lever
     python benchmarks/cove_levers.py --tiny               # seconds: smoke giants, a few hundred sentences (a test)
 
@@ -14,8 +14,8 @@ setting changed, GloVe alone against GloVe + CoVe in the same runs:
 * ``labels`` -- 1,000 training sentences, sixteen passes (the training loss shows who memorises);
 * ``glove-sst`` -- GloVe that knows the task's words: the ``glove_sst`` giant (chapter 5's recipe on WikiText-2
   plus SST's 8,544 training sentences, labels unused) for the task model, and a CoVe-S translation model trained on
-  it (``cove_small_sst``: the ``cove_small`` giant with that base, registered here; about 6 + 27 minutes to train
-  once on two cores, then cached).
+  it (``cove_small_sst``: the ``cove_small`` giant with that base, registered here; about 6 + 28 minutes to train
+  once on two cores before the first run, then cached).
 """
 from __future__ import annotations
 
@@ -108,8 +108,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     register_variants()
     levers = args.lever or list(LEVERS)
-    needed = {GIANTS[row[2]][0] for lever in levers for row in LEVERS[lever]}
-    needed |= {GIANTS[row[2]][1] for lever in levers for row in LEVERS[lever]}
+    needed = {name for lever in levers for row in LEVERS[lever] for name in GIANTS[row[2]]}
     loaded = {name: sh.giants.load(name, scale=scale, progress=False) for name in sorted(needed)}
     print(f"scale={scale}, threads={torch.get_num_threads()}; SST-2 dev accuracy, mean (range) over the seeds, "
           "(final training loss)")

@@ -14,9 +14,10 @@ once, dev accuracy, seeds 0-2) with one setting changed:
 
 * ``updates`` -- every label, three passes (the page, 325 updates) and ten passes (1,082 updates);
 * ``labels`` -- 1,000 labels, the page's 100 updates and 300 updates (ten passes, at least 300);
-* ``vocabulary`` -- 300 and 1,000 labels with the giant's vocabulary as it is (every word WikiText-2 lacks is its
-  ``<unk>``) and grown by the task's words seen at least twice before stage 2 (:func:`~shoulders.recipes.ulmfit.
-  task_vocabulary`, as ULMFiT's code does); the control from scratch reads the same vocabulary.
+* ``vocabulary`` -- 100, 300 and 1,000 labels with the giant's vocabulary as it is (every word WikiText-2 lacks is
+  its ``<unk>``) and grown by the task's words seen at least twice before stage 2 (:func:`~shoulders.recipes.ulmfit.
+  task_vocabulary`, as ULMFiT's code does); the control from scratch reads the same vocabulary;
+* ``stage-2`` -- the grown vocabulary with six passes of stage 2 instead of two, at 100 and 300 labels.
 
 Each row prints both encoders' mean (range) over the seeds, their final training loss and the gain of ULMFiT.
 """
