@@ -66,8 +66,9 @@ def test_full_plan_tiny():
 def test_cove_levers_tiny():
     out = run("benchmarks/cove_levers.py", "--tiny", "--threads", "1", timeout=400)  # may train four smoke giants
     rows = [line for line in out.splitlines() if line.startswith("| ") and "CoVe" not in line.split("|")[1]]
-    assert len([r for r in rows if "cove_" in r]) == 7  # every lever's row, with both inputs scored
-    assert any("cove_small_sst" in r for r in rows)    # the variant giant on GloVe that read SST
+    assert len([r for r in rows if "cove_" in r]) == 13  # every lever's row, with both inputs scored
+    assert sum("cove_small_sst" in r for r in rows) == 3  # the variant giant on GloVe that read SST
+    assert sum("phrases" in r for r in rows) == 6         # SST-2's phrases, the paper's training set
 
 
 def test_ulmfit_levers_tiny():
