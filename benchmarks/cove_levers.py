@@ -5,8 +5,9 @@
     python benchmarks/cove_levers.py --tiny               # seconds: smoke giants, a few hundred sentences (a test)
 
 Every lever is the page's comparison (:func:`shoulders.recipes.finetune.compare`: the BiLSTM-max task model of
-:class:`~shoulders.recipes.cove.CoVeTaskConfig`, SST-2's training sentences, dev accuracy, seeds 0-2) with one
-setting changed, GloVe alone against GloVe + CoVe in the same runs:
+:class:`~shoulders.recipes.cove.CoVeTaskConfig`, dev accuracy, seeds 0-2) with one setting changed, GloVe alone
+against GloVe + CoVe in the same runs. The first five start from the page's setting of 2026-12-03 (``SENTENCES``:
+SST-2's 6,920 training sentences, four passes); the last two train on the phrases, as the page now does:
 
 * ``centring`` -- CoVe as the MT-LSTM gives it, not centred on the task's mean (the page centres it);
 * ``dropout`` -- the task model's dropout 0.2 instead of 0.5, over four and over eight passes;
@@ -17,8 +18,8 @@ setting changed, GloVe alone against GloVe + CoVe in the same runs:
   it (``cove_small_sst``: the ``cove_small`` giant with that base, registered here; about 6 + 28 minutes to train
   once on two cores before the first run, then cached).
 * ``phrases`` -- SST-2 as the paper trained on it: GLUE's 67,349 labelled phrases of the training sentences
-  (McCann et al. 2017, Table 1: 56.4k) instead of the page's 6,920 sentences, one and two passes, for CoVe-S and
-  CoVe-L; ``glove-sst-phrases`` -- the same for the ``glove-sst`` pair.
+  (McCann et al. 2017, Table 1: 56.4k) instead of the 6,920 sentences, one pass (the page's cpu setting) and two,
+  for CoVe-S and CoVe-L; ``glove-sst-phrases`` -- the same for the ``glove-sst`` pair.
 """
 from __future__ import annotations
 
@@ -39,18 +40,22 @@ from shoulders.recipes.finetune import accuracy, compare, prior_loss, score_text
 from shoulders.text import task_features as tasks
 from shoulders.text.word_tokenizer import WordTokenizer
 
-LEVERS = {  # name: [(label, task-config overrides, giant, centred, first layer only, phrase-level training set)]
-    "centring": [("not centred", {}, "CoVe-S", False, False, False),
-                 ("not centred", {}, "CoVe-L", False, False, False)],
-    "dropout": [("dropout 0.2", {"dropout": 0.2}, "CoVe-S", True, False, False),
-                ("dropout 0.2, 8 passes", {"dropout": 0.2, "sst2_epochs": 8.0}, "CoVe-L", True, False, False)],
-    "first-layer": [("first layer", {}, "CoVe-L", True, True, False)],
-    "labels": [("1,000 labels, 16 passes", {"sst2_train": 1_000, "sst2_epochs": 16.0}, "CoVe-L", True, False, False)],
-    "glove-sst": [("GloVe of WikiText-2 + SST", {}, "CoVe-S (GloVe + SST)", True, False, False)],
-    "phrases": [(f"67,349 phrases, {n} pass{'es' * (n > 1)}", {"sst2_epochs": float(n)}, giant, True, False, True)
-                for giant in ("CoVe-S", "CoVe-L") for n in (1, 2)],
+# the levers of 2026-12-03/04 changed the page's setting of then: SST-2's 6,920 training sentences, four passes
+SENTENCES = {"sst2_phrases": False, "sst2_epochs": 4.0}
+LEVERS = {  # name: [(label, task-config overrides, giant, centred, first layer only)]
+    "centring": [("not centred", SENTENCES, "CoVe-S", False, False),
+                 ("not centred", SENTENCES, "CoVe-L", False, False)],
+    "dropout": [("dropout 0.2", {**SENTENCES, "dropout": 0.2}, "CoVe-S", True, False),
+                ("dropout 0.2, 8 passes", {**SENTENCES, "dropout": 0.2, "sst2_epochs": 8.0}, "CoVe-L", True, False)],
+    "first-layer": [("first layer", SENTENCES, "CoVe-L", True, True)],
+    "labels": [("1,000 labels, 16 passes", {**SENTENCES, "sst2_train": 1_000, "sst2_epochs": 16.0}, "CoVe-L", True,
+                False)],
+    "glove-sst": [("GloVe of WikiText-2 + SST", SENTENCES, "CoVe-S (GloVe + SST)", True, False)],
+    "phrases": [(f"67,349 phrases, {n} pass{'es' * (n > 1)}", {"sst2_phrases": True, "sst2_epochs": float(n)}, giant,
+                 True, False) for giant in ("CoVe-S", "CoVe-L") for n in (1, 2)],
     "glove-sst-phrases": [(f"GloVe of WikiText-2 + SST, 67,349 phrases, {n} pass{'es' * (n > 1)}",
-                           {"sst2_epochs": float(n)}, "CoVe-S (GloVe + SST)", True, False, True) for n in (1, 2)],
+                           {"sst2_phrases": True, "sst2_epochs": float(n)}, "CoVe-S (GloVe + SST)", True, False)
+                          for n in (1, 2)],
 }
 # each giant of LEVERS: (catalogue name, the GloVe giant its task model reads)
 GIANTS = {"CoVe-S": ("cove_small", "glove"), "CoVe-L": ("cove_large", "glove"),
@@ -78,15 +83,14 @@ def first_layer(mt: torch.nn.Module) -> torch.nn.Module:
     return mt
 
 
-def run(label: str, overrides: dict, giant: Any, centred: bool, first: bool, phrases: bool, glove: Any, tiny: bool,
-        scale: str) -> str:
+def run(label: str, overrides: dict, giant: Any, centred: bool, first: bool, glove: Any, tiny: bool, scale: str) -> str:
     """One lever: GloVe alone and GloVe + ``giant``'s CoVe on SST-2, as a Markdown row."""
     tcfg = cove.CoVeTaskConfig.preset(scale, **overrides)
     if tiny:
         tcfg = tcfg.replace(sst2_train=200, eval_limit=100, seeds=1, sst2_epochs=1.0)
-    # the page's 6,920 training sentences, or GLUE's 67,349 phrases of the training sentences (the paper's SST-2
-    # training set is phrase-level: McCann et al. 2017, Table 1); lower-cased either way, as the dev sentences
-    train_cols = sh.data.sst2("train") if phrases else sh.data.sst_trees("train", binary=True)
+    # SST-2's 6,920 training sentences, or GLUE's 67,349 phrases of them (the paper's training set: McCann et al.
+    # 2017, Table 1); lower-cased either way, as the dev sentences
+    train_cols = sh.data.sst2("train") if tcfg.sst2_phrases else sh.data.sst_trees("train", binary=True)
     dev_cols = sh.data.sst_trees("dev", binary=True)
     order = np.random.default_rng(0).permutation(len(train_cols[0]))[:tcfg.sst2_train]  # as the page samples
     tr, tr_y = [train_cols[0][i] for i in order], [train_cols[1][i] for i in order]
@@ -124,10 +128,10 @@ def main() -> None:
           "(final training loss)")
     print("| lever | giant | GloVe | GloVe + CoVe |\n|---|---|---|---|")
     for lever in levers:
-        for label, overrides, name, centred, first, phrases in LEVERS[lever]:
+        for label, overrides, name, centred, first in LEVERS[lever]:
             t0 = time.perf_counter()
             giant, glove = (loaded[n] for n in GIANTS[name])
-            line = run(label, overrides, giant, centred, first, phrases, glove, args.tiny, scale)
+            line = run(label, overrides, giant, centred, first, glove, args.tiny, scale)
             print(line + f"  <!-- {time.perf_counter() - t0:.0f} s -->", flush=True)
 
 

@@ -551,6 +551,8 @@ def runs(tiny: bool = False) -> list[Run]:
                                                                     lr=c.lr), c))
     t9, c9, g = CoVeTaskConfig.preset(scale), Seq2SeqConfig.preset(scale), GloVeConfig.preset(scale)
     for task, (_, classes, n, T, note) in COVE_TASKS.items():
+        if task == "SST-2" and t9.sst2_phrases:  # GLUE's phrases, the paper's training set; padded as the sentences
+            n, note = SST2_TRAIN, f"GLUE's {SST2_TRAIN:,} training phrases"
         n = min(n, {"SST-2": t9.sst2_train, "SST-5": t9.sst5_train, "SNLI": t9.snli_train}[task] or n)
         epochs = {"SST-2": t9.sst2_epochs, "SST-5": t9.sst5_epochs, "SNLI": t9.snli_epochs}[task]
         B, Tb = (2, 6) if tiny else (t9.batch_size, T)
