@@ -66,9 +66,10 @@ def test_full_plan_tiny():
 def test_cove_levers_tiny():
     out = run("benchmarks/cove_levers.py", "--tiny", "--threads", "1", timeout=400)  # may train four smoke giants
     rows = [line for line in out.splitlines() if line.startswith("| ") and "CoVe" not in line.split("|")[1]]
-    assert len([r for r in rows if "cove_" in r]) == 13  # every lever's row, with both inputs scored
+    assert len([r for r in rows if "cove_" in r]) == 16  # every lever's row, with both inputs scored
     assert sum("cove_small_sst" in r for r in rows) == 3  # the variant giant on GloVe that read SST
     assert sum("phrases" in r for r in rows) == 6         # SST-2's phrases, the paper's training set
+    assert sum("cove_large, train_pairs=5000" in r for r in rows) == 1  # CoVe-L's recipe on fewer pairs
 
 
 def test_ulmfit_levers_tiny():
