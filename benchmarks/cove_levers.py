@@ -7,7 +7,7 @@
 Every lever is the page's comparison (:func:`shoulders.recipes.finetune.compare`: the BiLSTM-max task model of
 :class:`~shoulders.recipes.cove.CoVeTaskConfig`, dev accuracy, seeds 0-2) with one setting changed, GloVe alone
 against GloVe + CoVe in the same runs. The first five start from the page's setting of 2026-12-03 (``SENTENCES``:
-SST-2's 6,920 training sentences, four passes); the last two train on the phrases, as the page now does:
+SST-2's 6,920 training sentences, four passes); the rest train on the phrases, as the page now does:
 
 * ``centring`` -- CoVe as the MT-LSTM gives it, not centred on the task's mean (the page centres it);
 * ``dropout`` -- the task model's dropout 0.2 instead of 0.5, over four and over eight passes;
@@ -97,9 +97,7 @@ def run(label: str, overrides: dict, giant: Any, shown: str, centred: bool, firs
     tcfg = cove.CoVeTaskConfig.preset(scale, **overrides)
     if tiny:
         tcfg = tcfg.replace(sst2_train=200, eval_limit=100, seeds=1, sst2_epochs=1.0)
-    # SST-2's 6,920 training sentences, or GLUE's 67,349 phrases of them (the paper's training set: McCann et al.
-    # 2017, Table 1); lower-cased either way, as the dev sentences
-    train_cols = sh.data.sst2("train") if tcfg.sst2_phrases else sh.data.sst_trees("train", binary=True)
+    train_cols = cove.sst2_training_set(tcfg)  # the sentences, or GLUE's phrases of them
     dev_cols = sh.data.sst_trees("dev", binary=True)
     order = np.random.default_rng(0).permutation(len(train_cols[0]))[:tcfg.sst2_train]  # as the page samples
     tr, tr_y = [train_cols[0][i] for i in order], [train_cols[1][i] for i in order]

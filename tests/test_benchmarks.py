@@ -64,7 +64,7 @@ def test_full_plan_tiny():
 
 
 def test_cove_levers_tiny():
-    out = run("benchmarks/cove_levers.py", "--tiny", "--threads", "1", timeout=400)  # may train four smoke giants
+    out = run("benchmarks/cove_levers.py", "--tiny", "--threads", "1", timeout=400)  # may train five smoke giants
     rows = [line for line in out.splitlines() if line.startswith("| ") and "CoVe" not in line.split("|")[1]]
     assert len([r for r in rows if "cove_" in r]) == 16  # every lever's row, with both inputs scored
     assert sum("cove_small_sst" in r for r in rows) == 3  # the variant giant on GloVe that read SST

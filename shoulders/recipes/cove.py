@@ -42,6 +42,7 @@ import torch
 from .._seed import seed as set_seed
 from ..config import Config, ConfigError
 from ..data.parallel import multi30k, tatoeba_fra_eng
+from ..data.sentiment import sst2, sst_trees
 from ..evaluate.bleu import bleu
 from ..models.elmo_task import ContextualEncoder
 from ..models.seq2seq import MTLSTM, Seq2Seq, Seq2SeqConfig
@@ -59,8 +60,8 @@ from .elmo import task_vectors
 from .finetune import BertFinetuningConfig
 
 __all__ = ["CoVeLargeConfig", "CoVeTaskConfig", "TARGET_LANGUAGE", "bleu_score", "build", "cove_mean",
-           "encode_pairs", "english_words", "target_words", "task_encoders", "train_giant", "translate",
-           "translation_data", "vocabularies"]
+           "encode_pairs", "english_words", "sst2_training_set", "target_words", "task_encoders", "train_giant",
+           "translate", "translation_data", "vocabularies"]
 
 TARGET_LANGUAGE = {"multi30k": "German", "tatoeba": "French"}
 HELD_OUT = {"test": 0, "valid": 1}  # Tatoeba: sha1(English sentence) % 100 -> split (the rest trains)
@@ -358,3 +359,10 @@ class CoVeTaskConfig(Config):
         return BertFinetuningConfig(batch_size=self.batch_size, lr=self.lr, scratch_lr=self.lr,
                                     weight_decay=self.weight_decay, warmup_frac=self.warmup_frac, epochs=1.0,
                                     max_steps=None, min_steps=1, max_len=self.max_len)
+
+
+def sst2_training_set(cfg: CoVeTaskConfig) -> tuple[list[str], list[int]]:
+    """SST-2's training texts and labels as ``cfg`` trains on them, all of them: GLUE's 67,349 phrases of the
+    training sentences (``cfg.sst2_phrases``, the paper's training set) or the treebank's 6,920 sentences;
+    lower-cased either way, as the dev sentences."""
+    return sst2("train") if cfg.sst2_phrases else sst_trees("train", binary=True)
