@@ -33,7 +33,6 @@ import dataclasses
 import time
 from typing import Any
 
-import numpy as np
 import torch
 
 import shoulders as sh
@@ -99,10 +98,8 @@ def run(label: str, overrides: dict, giant: Any, shown: str, centred: bool, firs
         tcfg = tcfg.replace(sst2_train=200, eval_limit=100, seeds=1, sst2_epochs=1.0)
     train_cols = cove.sst2_training_set(tcfg)  # the sentences, or GLUE's phrases of them
     dev_cols = sh.data.sst_trees("dev", binary=True)
-    order = np.random.default_rng(0).permutation(len(train_cols[0]))[:tcfg.sst2_train]  # as the page samples
-    tr, tr_y = [train_cols[0][i] for i in order], [train_cols[1][i] for i in order]
-    order = np.random.default_rng(0).permutation(len(dev_cols[0]))[:tcfg.eval_limit]
-    dv, dv_y = [dev_cols[0][i] for i in order], [dev_cols[1][i] for i in order]
+    tr, tr_y = cove.sample(train_cols, tcfg.sst2_train)  # as the page samples
+    dv, dv_y = cove.sample(dev_cols, tcfg.eval_limit)
     tok = WordTokenizer.build(tr + dv)
     vectors, _ = task_vectors(tok, glove.tokenizer, glove.model.vectors())
     train = tasks.classification_features(tok, tr, None, tr_y, tcfg.max_len)

@@ -37,6 +37,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 
 from .._seed import seed as set_seed
@@ -60,8 +61,8 @@ from .elmo import task_vectors
 from .finetune import BertFinetuningConfig
 
 __all__ = ["CoVeLargeConfig", "CoVeTaskConfig", "TARGET_LANGUAGE", "bleu_score", "build", "cove_mean",
-           "encode_pairs", "english_words", "sst2_training_set", "target_words", "task_encoders", "train_giant",
-           "translate", "translation_data", "vocabularies"]
+           "encode_pairs", "english_words", "sample", "sst2_training_set", "target_words", "task_encoders",
+           "train_giant", "translate", "translation_data", "vocabularies"]
 
 TARGET_LANGUAGE = {"multi30k": "German", "tatoeba": "French"}
 HELD_OUT = {"test": 0, "valid": 1}  # Tatoeba: sha1(English sentence) % 100 -> split (the rest trains)
@@ -366,3 +367,10 @@ def sst2_training_set(cfg: CoVeTaskConfig) -> tuple[list[str], list[int]]:
     training sentences (``cfg.sst2_phrases``, the paper's training set) or the treebank's 6,920 sentences;
     lower-cased either way, as the dev sentences."""
     return sst2("train") if cfg.sst2_phrases else sst_trees("train", binary=True)
+
+
+def sample(columns: tuple[list, ...], n: int | None) -> tuple[list, ...]:
+    """``n`` examples of parallel columns (texts, labels, ...), drawn by a fixed shuffle -- the files are ordered by
+    label -- the same for every run of chapter 9 and its levers (``None``: all of them, shuffled)."""
+    order = np.random.default_rng(0).permutation(len(columns[0]))[:n]
+    return tuple([col[i] for i in order] for col in columns)
