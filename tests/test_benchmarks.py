@@ -210,3 +210,16 @@ def test_bert_giant_levers_tiny():
     bad = subprocess.run([sys.executable, "benchmarks/bert_giant_levers.py", "--tiny", "--levers", "99"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--levers takes rows 0 to" in bad.stderr
+
+
+@NO_WIKITEXT
+def test_three_ways_rates_tiny():
+    out = run("benchmarks/three_ways_rates.py", "--tiny", "--threads", "1", "--networks", "awd_lstm", "--tasks",
+              "SST-2", "--shared-lr", "1e-3", timeout=400)  # may train the smoke AWD-LSTM giant
+    rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| awd_lstm")]
+    assert [(r[1], r[2], r[5]) for r in rows] == [(rates, lr, way) for rates, lr in (("chapters", "0.003"),
+                                                  ("shared", "0.001")) for way in ("top", "full", "scratch")]
+    assert all(r[3] == "SST-2" and r[4] == "120" and 0 < float(r[6]) <= 100 and r[8] in ("yes", "no") for r in rows)
+    bad = subprocess.run([sys.executable, "benchmarks/three_ways_rates.py", "--tiny", "--networks", "elmo"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--networks takes some of" in bad.stderr

@@ -8,11 +8,13 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from shoulders.config import ConfigError
 from shoulders.evaluate import ladder, ledger
 from shoulders.models.bag_of_vectors import BagOfVectors
 from shoulders.models.bert import BertConfig, BertModel
 from shoulders.recipes import three_ways as tw
 from shoulders.recipes.finetune import finetune
+from shoulders.recipes.gpt_transfer import GPTFinetuningConfig
 from shoulders.text.word_tokenizer import WordTokenizer
 
 WORDS = "good bad fine awful great poor nice dull fun grim".split()
@@ -91,6 +93,24 @@ def test_run_fills_every_way_budget_and_seed_and_samples_are_nested():
         assert len(r["scores"]) == 2 and all(0 <= s <= 100 for s in r["scores"])
     md = tw.table(res, "toy", 20, [c], task.majority())
     assert md.count("\n") == 3 and "majority class" in md
+
+
+def test_each_network_fine_tunes_at_its_own_chapters_rates_and_its_twin_at_the_scratch_rate():
+    cfg = tw.ThreeWaysConfig.preset("cpu", budgets=(10,), steps=(2,), seeds=1, l2_grid=(1e-2,), probe_iter=5)
+    assert cfg.rates == "chapters"
+    gpt = GPTFinetuningConfig.preset("cpu")
+    assert gpt.lr != gpt.scratch_lr and cfg.network_rates(GPTFinetuningConfig) == (gpt.lr, gpt.scratch_lr)
+    shared = cfg.replace(rates="shared", lr=7e-4)
+    assert shared.network_rates(GPTFinetuningConfig) == (7e-4, 7e-4)
+    with pytest.raises(ConfigError, match="rates must be one of"):
+        tw.ThreeWaysConfig.preset("cpu", rates="mine")
+    task = tiny_task()
+    c, _ = tiny_bert_contender(task, cfg)
+    c.lr, c.scratch_lr = 3e-3, 1e-3  # what each run trained at comes back with it, and goes to the ledger
+    res = tw.run([c], {"toy": task}, cfg, ways=("top", "full", "scratch"), progress=False)
+    assert {w: r["lr"] for (_, _, w, _), r in res.items()} == {"top": 3e-3, "full": 3e-3, "scratch": 1e-3}
+    with pytest.raises(ValueError, match="ways must be among"):
+        tw.run([c], {"toy": task}, cfg, ways=("all",), progress=False)
 
 
 def test_probe_penalty_is_chosen_without_held_out_labels():

@@ -17,9 +17,11 @@ to tune?", compare them for ELMo and BERT):
 
 plus ``scratch``: the same network from random weights, trained as ``full`` -- the control every way is held
 against. Every run of a task and budget gets the same updates (``steps``), batch size and schedule (AdamW, linear
-warm-up and decay, :func:`~shoulders.recipes.finetune.finetune`). Each seed draws its own labelled sample (the first
-``n`` of a seeded permutation of the task's training pool), head initialisation and batch order, the same for
-every giant and way -- so the seeds' spread holds the luck of the sample too.
+warm-up and decay, :func:`~shoulders.recipes.finetune.finetune`); the rate is each network's own: the one its
+chapter fine-tuned it at, and its from-scratch twin at that chapter's from-scratch rate (``rates="chapters"``; one
+rate for all starves some networks: ``benchmarks/three_ways_rates.py`` measures both). Each seed draws its own
+labelled sample (the first ``n`` of a seeded permutation of the task's training pool), head initialisation and batch
+order, the same for every giant and way -- so the seeds' spread holds the luck of the sample too.
 
 A :class:`Contender` says how one giant does each way; the builders below make one per giant of the catalogue.
 """
@@ -63,14 +65,15 @@ from . import sentence_vectors, ulmfit
 from .awd_lstm import build as build_awd
 from .elmo import sentence_layers
 from .finetune import BertFinetuningConfig, accuracy, finetune, prior_loss
-from .gpt_transfer import mean_states
-from .xlnet_transfer import xlnet_features
+from .gpt_transfer import GPTFinetuningConfig, mean_states
+from .xlnet_transfer import XLNetFinetuningConfig, xlnet_features
 
-__all__ = ["WAYS", "Contender", "Task", "ThreeWaysConfig", "awd_lstm_contender", "bert_contender",
+__all__ = ["RATES", "WAYS", "Contender", "Task", "ThreeWaysConfig", "awd_lstm_contender", "bert_contender",
            "cove_contender", "elmo_contender", "gpt_contender", "head_for", "load_tasks", "mean_hidden", "record",
            "run", "sentence_encoder_contender", "table", "word_vector_contender", "xlnet_contender"]
 
 WAYS = ("frozen", "top", "full", "scratch")
+RATES = ("chapters", "shared")
 Encoder = Callable[[Sequence[str]], torch.Tensor]
 """Frozen sentence vectors: N raw sentences -> (N, d)."""
 
@@ -83,7 +86,8 @@ class ThreeWaysConfig(Config):
     steps: tuple[int, ...] = (100, 200)     # fine-tuning updates at each budget (every way, giant and seed alike)
     seeds: int = 3
     batch_size: int = 32
-    lr: float = 5e-4           # AdamW for the networks' "top", "full" and "scratch" runs
+    lr: float = 5e-4           # AdamW for the networks' "top", "full" and "scratch" runs when ``rates="shared"``
+    rates: str = "chapters"    # "chapters": each network (and its from-scratch twin) at its own chapter's rates
     word_lr: float = 2e-2      # ... and for the word-vector task models (an embedding table and a linear layer)
     top_layers: int = 1
     max_len: int = 64          # tokens per example (SST-2 sentences and SNLI pairs fit)
@@ -96,27 +100,34 @@ class ThreeWaysConfig(Config):
     page_presets: ClassVar = {
         # chapter 16's checks at the largest budget: on which tasks the fine-tuned ways ``fits_ways`` of every
         # network must fit their labels (every seed's final training loss below the sample's label-blind loss), and
-        # on which the mean of every fine-tuned model's seeds must beat the held-out majority class, by how many
-        # points. At smoke the giants trained for a minute and one seed scores 400 sentences: held-out accuracy
-        # wobbles around the majority class (measured 2026-12-03: 45.5-62.0 on SST-2 at 600 labels), and the top
-        # layer of the one-minute BERT reads a nearly constant [CLS] (chapter 14), so only "full" and "scratch"
-        # must fit SST-2 (measured: training loss 0.25-0.62 against 0.69; BERT's top layer 0.693). ``ladder_split``:
-        # the WikiText-2 text the language-model ladder reads (the chapters score test only at full)
+        # on which the mean of the seeds of each of those ways must beat the held-out majority class, by how many
+        # points. At cpu the checks are on the giants' ways: the from-scratch control is measured, not asserted --
+        # the AWD-LSTM from scratch does not fit 2,000 SNLI pairs in 160 updates (measured 2026-12-05, seeds 0-2:
+        # 35.3%, training loss above the label-blind one at 5e-4 and at 3e-3; pre-trained, 48.1). At smoke the
+        # giants trained for a minute and one seed scores 400 sentences: held-out accuracy wobbles around the
+        # majority class (measured 2026-12-03: 45.5-62.0 on SST-2 at 600 labels), and the top layer of the
+        # one-minute BERT reads a nearly constant [CLS] (chapter 14), so only "full" and "scratch" must fit SST-2
+        # (measured: training loss 0.25-0.62 against 0.69; BERT's top layer 0.693). ``ladder_split``: the
+        # WikiText-2 text the language-model ladder reads (the chapters score test only at full)
         "smoke": dict(fits_labels=("SST-2",), fits_ways=("full", "scratch"), beats_majority=(), over_majority=0.0,
                       ladder_split="valid"),
-        "cpu": dict(fits_labels=("SST-2", "SNLI"), fits_ways=("top", "full", "scratch"),
+        "cpu": dict(fits_labels=("SST-2", "SNLI"), fits_ways=("top", "full"),
                     beats_majority=("SST-2", "SNLI"), over_majority=2.0, ladder_split="valid"),
-        "full": dict(fits_labels=("SST-2", "SNLI"), fits_ways=("top", "full", "scratch"),
+        "full": dict(fits_labels=("SST-2", "SNLI"), fits_ways=("top", "full"),
                      beats_majority=("SST-2", "SNLI"), over_majority=2.0, ladder_split="test"),
     }
     presets: ClassVar = {
         # smoke: seconds per run -- one seed, a few hundred labels, a larger rate so the one-minute giants and the
         # from-scratch networks fit SST-2 above the majority class in a hundred updates
-        "smoke": dict(budgets=(200, 600), steps=(30, 100), seeds=1, lr=3e-3, sst_eval=400, snli_eval=400,
-                      l2_grid=(1e-3, 1e-1), probe_iter=50),
-        # cpu: 80 and 160 updates keep the page near 17 minutes with all twelve giants cached (measured with nine of
-        # them, 2026-12-03: 765 s for 100 + 200 updates and 2,000 SNLI test pairs; GPT's runs are a third of it)
-        "cpu": dict(steps=(80, 160), snli_eval=1_500),
+        "smoke": dict(budgets=(200, 600), steps=(30, 100), seeds=1, lr=3e-3, rates="shared", sst_eval=400,
+                      snli_eval=400, l2_grid=(1e-3, 1e-1), probe_iter=50),
+        # cpu: the page must stay under 20 minutes with all twelve giants cached. With 80 + 160 updates and 1,500
+        # SNLI test pairs the runs took 23.6 min (2026-12-05, two threads: GPT 7.2, AWD-LSTM 6.7, XLNet 3.1, BERT
+        # 2.5, ELMo 1.3, the seven others 0.3-0.4 each; by way frozen 4.9, top 4.3, full 7.3, scratch 7.2), so
+        # 60 + 120 updates and 1,000 test pairs: the AWD-LSTM's top, full and scratch runs then take 4.7 min instead
+        # of 6.1, GPT's 5.3 (benchmarks/three_ways_rates.py, 2026-12-05), and the page projects to about 19.5 min
+        # (not yet measured with every giant; ``minutes per giant`` on the page prints where it goes)
+        "cpu": dict(steps=(60, 120), snli_eval=1_000),
         "full": dict(budgets=(500, 5_000), steps=(200, 600), max_len=128, snli_eval=None, lr=1e-4),
     }
 
@@ -129,6 +140,17 @@ class ThreeWaysConfig(Config):
             raise ConfigError("budgets, steps, seeds, batch_size, top_layers, max_len and probe_iter must be positive")
         if self.lr <= 0 or self.word_lr <= 0 or not self.l2_grid or not 0.0 < self.valid_frac < 0.5:
             raise ConfigError("lr and word_lr must be positive, l2_grid non-empty and valid_frac in (0, 0.5)")
+        if self.rates not in RATES:
+            raise ConfigError(f"rates must be one of {RATES}, got {self.rates!r}")
+
+    def network_rates(self, chapter: type[Config]) -> tuple[float, float]:
+        """``(lr, scratch_lr)`` of one network's fine-tuning: with ``rates="chapters"`` the rates its own chapter
+        fine-tuned it and its from-scratch twin at, read from ``chapter`` (that chapter's config class, with ``lr``
+        and ``scratch_lr`` fields) at this config's scale; with ``rates="shared"``, ``lr`` for both."""
+        if self.rates == "shared":
+            return self.lr, self.lr
+        own = chapter.preset(getattr(self, "scale", None))
+        return own.lr, own.scratch_lr
 
     def finetuning(self) -> BertFinetuningConfig:
         """The optimiser and schedule of every fine-tuning run, in the form :func:`finetune` takes."""
@@ -200,7 +222,8 @@ class Contender:
         make_head: ``make_head(encoder, classes) -> head``.
         top: ``top(head, k) -> modules`` that train in the ``"top"`` way (the top ``k`` layers and what sits above
             them); ``None``: no ``"top"`` way.
-        lr: the fine-tuning rate.
+        lr / scratch_lr: the fine-tuning rate of the pre-trained network (``top`` and ``full``) and of its
+            from-scratch twin (``None``: ``lr``).
     """
 
     name: str
@@ -214,6 +237,7 @@ class Contender:
     make_head: Callable[[nn.Module, int], nn.Module] = SequenceClassifier
     top: Callable[[nn.Module, int], Sequence[nn.Module]] | None = None
     lr: float = 5e-4
+    scratch_lr: float | None = None
 
     @property
     def ways(self) -> tuple[str, ...]:
@@ -253,6 +277,11 @@ def _top_of(layers: Callable[[nn.Module], Sequence[nn.Module]], above: Callable[
             raise ValueError(f"top_layers must be in 1..{len(stack)}, got {k}")
         return [*stack[len(stack) - k:], *[m for m in above(head.encoder) if isinstance(m, nn.Module)]]
     return top
+
+
+def _rates(cfg: ThreeWaysConfig, chapter: type[Config]) -> dict[str, float]:
+    lr, scratch_lr = cfg.network_rates(chapter)
+    return {"lr": lr, "scratch_lr": scratch_lr}
 
 
 def word_vector_contender(name: str, giant: Any, cfg: ThreeWaysConfig) -> Contender:
@@ -340,9 +369,9 @@ def elmo_contender(giant: Any) -> Contender:
 
 def awd_lstm_contender(giant: Any, cfg: ThreeWaysConfig) -> Contender:
     """The AWD-LSTM (chapter 11) with ULMFiT's concat-pooling classifier: frozen = its top layer's states
-    averaged; top = the top LSTM layer and the classifier; full = everything, at once and at one rate (ULMFiT's
-    own schedule -- stage 2, gradual unfreezing, discriminative rates -- is chapter 11's; here every network gets
-    the same plain fine-tuning); scratch = the same network at random."""
+    averaged; top = the top LSTM layer and the classifier; full = everything, at once and at one rate, chapter 11's
+    peak classifier rate (ULMFiT's own schedule -- stage 2, gradual unfreezing, discriminative rates -- is chapter
+    11's; here every network gets the same plain fine-tuning); scratch = the same network at random."""
     lm: AWDLSTM = giant.model
     vocab = giant.tokenizer
     make_head = ulmfit.classifier_maker(ulmfit.ULMFiTConfig.preset(), 2)
@@ -370,7 +399,7 @@ def awd_lstm_contender(giant: Any, cfg: ThreeWaysConfig) -> Contender:
         name="AWD-LSTM (ULMFiT)", giant=giant.name, family="network", encode=encode, features=features,
         pad_id=vocab.unk_id, pretrained=lambda pair: copy.deepcopy(lm), scratch=lambda pair: build_awd(lm.cfg, vocab),
         make_head=lambda enc, k: make_head(enc, n_classes=k),
-        top=_top_of(lambda e: e.rnns, lambda e: []), lr=cfg.lr)
+        top=_top_of(lambda e: e.rnns, lambda e: []), **_rates(cfg, ulmfit.ULMFiTConfig))
 
 
 def gpt_contender(giant: Any, cfg: ThreeWaysConfig) -> Contender:
@@ -388,7 +417,8 @@ def gpt_contender(giant: Any, cfg: ThreeWaysConfig) -> Contender:
         name="GPT", giant=giant.name, family="network",
         encode=lambda s: mean_states(transformer, tok, [" " + t.strip() for t in s]), features=features, pad_id=pad,
         pretrained=lambda pair: copy.deepcopy(transformer), scratch=lambda pair: GPTModel(transformer.cfg),
-        top=_top_of(lambda e: e.blocks.layers, lambda e: [getattr(e.blocks, "norm", None)]), lr=cfg.lr)
+        top=_top_of(lambda e: e.blocks.layers, lambda e: [getattr(e.blocks, "norm", None)]),
+        **_rates(cfg, GPTFinetuningConfig))
 
 
 def bert_contender(giant: Any, cfg: ThreeWaysConfig) -> Contender:
@@ -403,7 +433,8 @@ def bert_contender(giant: Any, cfg: ThreeWaysConfig) -> Contender:
         name="BERT", giant=giant.name, family="network",
         encode=lambda s: mean_hidden(bert, features(s, None, None), tok.pad_id), features=features,
         pad_id=tok.pad_id, pretrained=lambda pair: copy.deepcopy(bert), scratch=lambda pair: BertModel(bert.cfg),
-        top=_top_of(lambda e: e.encoder.layers, lambda e: [getattr(e.encoder, "norm", None), e.pooler]), lr=cfg.lr)
+        top=_top_of(lambda e: e.encoder.layers, lambda e: [getattr(e.encoder, "norm", None), e.pooler]),
+        **_rates(cfg, BertFinetuningConfig))
 
 
 def xlnet_contender(giant: Any, cfg: ThreeWaysConfig) -> Contender:
@@ -419,7 +450,7 @@ def xlnet_contender(giant: Any, cfg: ThreeWaysConfig) -> Contender:
         name="XLNet", giant=giant.name, family="network",
         encode=lambda s: mean_hidden(xlnet, features(s, None, None), tok.pad_id), features=features,
         pad_id=tok.pad_id, pretrained=lambda pair: copy.deepcopy(xlnet), scratch=lambda pair: XLNetModel(xlnet.cfg),
-        top=_top_of(lambda e: e.layers, lambda e: []), lr=cfg.lr)
+        top=_top_of(lambda e: e.layers, lambda e: []), **_rates(cfg, XLNetFinetuningConfig))
 
 
 # -------------------------------------------------------------------------------------------------------- the runs
@@ -460,8 +491,9 @@ def head_for(c: Contender, way: str, pair: bool, classes: int, top_layers: int =
 
 
 def run(contenders: Sequence[Contender], task_data: Mapping[str, Task], cfg: ThreeWaysConfig, *,
-        device: Any = None, progress: bool = True) -> dict[tuple[str, str, str, int], dict[str, Any]]:
-    """Every contender, every way it has, every task, budget and seed.
+        ways: Sequence[str] = WAYS, device: Any = None, progress: bool = True
+        ) -> dict[tuple[str, str, str, int], dict[str, Any]]:
+    """Every contender, every way it has (of ``ways``), every task, budget and seed.
 
     Returns ``{(task, contender, way, budget): {"scores", "seconds", "seeds", ...}}`` -- one held-out score and
     one wall time per seed (the frozen way's time includes encoding its sample once); a fine-tuned way also keeps
@@ -471,7 +503,10 @@ def run(contenders: Sequence[Contender], task_data: Mapping[str, Task], cfg: Thr
     ft = cfg.finetuning()
     seeds = list(range(cfg.seeds))
     results: dict[tuple[str, str, str, int], dict[str, Any]] = {}
-    jobs = [(t, c, w) for t in task_data.values() for c in contenders for w in c.ways]
+    unknown = sorted(set(ways) - set(WAYS))
+    if unknown:
+        raise ValueError(f"ways must be among {WAYS}, got {unknown}")
+    jobs = [(t, c, w) for t in task_data.values() for c in contenders for w in c.ways if w in ways]
     bar = tqdm(jobs, desc="three ways", disable=not progress)
     for task, c, way in bar:
         bar.set_postfix_str(f"{task.name} · {c.name} · {way}")
@@ -500,27 +535,30 @@ def run(contenders: Sequence[Contender], task_data: Mapping[str, Task], cfg: Thr
         pool_feats = c.features([a[i] for i in union], None if b is None else [b[i] for i in union],
                                 [y[i] for i in union])
         held_feats = c.features(*task.held)
+        rate = c.scratch_lr if way == "scratch" and c.scratch_lr is not None else c.lr
         for n, steps in zip(cfg.budgets, cfg.steps):
             scores, secs, losses, priors = [], [], [], []
             for s in seeds:
                 set_seed(s)
                 head = head_for(c, way, task.pair, task.classes, cfg.top_layers)
                 t1 = time.perf_counter()
-                hist = finetune(head, [pool_feats[where[i]] for i in samples[n, s]], c.pad_id, ft, lr=c.lr,
+                hist = finetune(head, [pool_feats[where[i]] for i in samples[n, s]], c.pad_id, ft, lr=rate,
                                 steps=steps, device=device, progress=False)
                 scores.append(accuracy(head, held_feats, c.pad_id))
                 secs.append(time.perf_counter() - t1)
                 losses.append(float(hist.series("loss")[1][-10:].mean()))
                 priors.append(prior_loss([y[i] for i in samples[n, s]], task.classes))
             results[task.name, c.name, way, n] = {"scores": scores, "seconds": secs, "seeds": seeds,
-                                                  "train_loss": losses, "prior": priors, "steps": steps}
+                                                  "train_loss": losses, "prior": priors, "steps": steps,
+                                                  "lr": rate}
     return results
 
 
 def record(results: Mapping[tuple[str, str, str, int], Mapping[str, Any]], contenders: Sequence[Contender],
            task_data: Mapping[str, Task], chapter: str = "16_shoulders") -> list[dict[str, Any]]:
     """Every result into the ledger: model ``"<giant>, <way>"``, task ``"<task>, <n> labels"``, the seeds' values,
-    and the way, giant, family and budget as extra fields (what the ladder reads back)."""
+    and the way, giant, family, budget and fine-tuning rate (``None`` for the frozen way) as extra fields (what
+    the ladder reads back)."""
     family = {c.name: (c.family, c.giant) for c in contenders}
     out = []
     for (task, name, way, n), r in results.items():
@@ -528,7 +566,8 @@ def record(results: Mapping[tuple[str, str, str, int], Mapping[str, Any]], conte
         out.append(ledger.record(t.metric, float(np.mean(r["scores"])), model=f"{name}, {way}",
                                  task=f"{task}, {n} labels", split=t.split, chapter=chapter, seeds=r["seeds"],
                                  values=r["scores"], wall_time_s=float(sum(r["seconds"])), way=way, contender=name,
-                                 giant=family[name][1], family=family[name][0], budget=n, base_task=task))
+                                 giant=family[name][1], family=family[name][0], budget=n, base_task=task,
+                                 lr=r.get("lr")))
     return out
 
 
