@@ -30,7 +30,6 @@ import numpy as np
 import torch
 
 from shoulders import giants
-from shoulders._seed import seed as set_seed
 from shoulders.recipes import three_ways as tw
 
 CONTENDERS = {"awd_lstm": tw.awd_lstm_contender, "gpt": tw.gpt_contender, "bert": tw.bert_contender,
@@ -73,7 +72,6 @@ def main() -> None:
         done: set[tuple[float, float | None]] = set()
         for rates in args.rates:
             cfg = base.replace(rates=rates)
-            set_seed(0)
             c = CONTENDERS[name](giant, cfg)
             if (c.lr, c.scratch_lr) in done:
                 print(f"| {name} | {rates} | the same as above | | | | | | | |", flush=True)
@@ -81,9 +79,8 @@ def main() -> None:
             done.add((c.lr, c.scratch_lr))
             results = tw.run([c], tasks, cfg, ways=WAYS, progress=False)
             for (task, _, way, n), r in results.items():
-                fits = all(loss < prior for loss, prior in zip(r["train_loss"], r["prior"]))
                 print(f"| {name} | {rates} | {r['lr']:g} | {task} | {n:,} | {way} | {np.mean(r['scores']):.1f} | "
-                      f"{' / '.join(f'{s:.1f}' for s in r['scores'])} | {'yes' if fits else 'no'} | "
+                      f"{' / '.join(f'{s:.1f}' for s in r['scores'])} | {'yes' if tw.fitted(r) else 'no'} | "
                       f"{np.mean(r['seconds']):.1f} |", flush=True)
 
 

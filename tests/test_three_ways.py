@@ -109,6 +109,9 @@ def test_each_network_fine_tunes_at_its_own_chapters_rates_and_its_twin_at_the_s
     c.lr, c.scratch_lr = 3e-3, 1e-3  # what each run trained at comes back with it, and goes to the ledger
     res = tw.run([c], {"toy": task}, cfg, ways=("top", "full", "scratch"), progress=False)
     assert {w: r["lr"] for (_, _, w, _), r in res.items()} == {"top": 3e-3, "full": 3e-3, "scratch": 1e-3}
+    # "fitted": every seed's training loss below its own sample's label-blind loss
+    assert tw.fitted({"train_loss": [0.5, 0.6], "prior": [0.69, 0.65]})
+    assert not tw.fitted({"train_loss": [0.5, 0.66], "prior": [0.69, 0.65]})
     with pytest.raises(ValueError, match="ways must be among"):
         tw.run([c], {"toy": task}, cfg, ways=("all",), progress=False)
 

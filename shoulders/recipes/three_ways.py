@@ -69,8 +69,8 @@ from .gpt_transfer import GPTFinetuningConfig, mean_states
 from .xlnet_transfer import XLNetFinetuningConfig, xlnet_features
 
 __all__ = ["RATES", "WAYS", "Contender", "Task", "ThreeWaysConfig", "awd_lstm_contender", "bert_contender",
-           "cove_contender", "elmo_contender", "gpt_contender", "head_for", "load_tasks", "mean_hidden", "record",
-           "run", "sentence_encoder_contender", "table", "word_vector_contender", "xlnet_contender"]
+           "cove_contender", "elmo_contender", "fitted", "gpt_contender", "head_for", "load_tasks", "mean_hidden",
+           "record", "run", "sentence_encoder_contender", "table", "word_vector_contender", "xlnet_contender"]
 
 WAYS = ("frozen", "top", "full", "scratch")
 RATES = ("chapters", "shared")
@@ -552,6 +552,12 @@ def run(contenders: Sequence[Contender], task_data: Mapping[str, Task], cfg: Thr
                                                   "train_loss": losses, "prior": priors, "steps": steps,
                                                   "lr": rate}
     return results
+
+
+def fitted(result: Mapping[str, Any]) -> bool:
+    """Whether a fine-tuned way's run (a value of :func:`run`'s results) fit its labels: every seed's final training
+    loss below its sample's label-blind loss -- chapter 16's check that a run learned."""
+    return all(loss < prior for loss, prior in zip(result["train_loss"], result["prior"]))
 
 
 def record(results: Mapping[tuple[str, str, str, int], Mapping[str, Any]], contenders: Sequence[Contender],
