@@ -95,6 +95,31 @@ def test_run_fills_every_way_budget_and_seed_and_samples_are_nested():
     assert md.count("\n") == 3 and "majority class" in md
 
 
+def test_frozen_features_are_each_examples_own_vectors_encoded_fewest_words_first():
+    seen: list[list[str]] = []
+
+    def encode(texts):  # a sentence's vector: its word count and its first word's length, so rows can be told apart
+        seen.append(list(texts))
+        return torch.tensor([[len(t.split()), len(t.split()[0])] for t in texts], dtype=torch.float64)
+
+    c = tw.Contender("x", "x", "sentence encoder", encode=encode)
+    a = ["a much longer first sentence here", "short one", "mid size sentence", "short one"]
+    b = ["tiny", "a rather long hypothesis to read", "two words", "four words in it"]
+    task = tw.Task("pairs", "accuracy %", "test", 3, (a, b, [0, 1, 2, 0]), (b[:2], a[:2], [1, 2]))
+    pool, held = tw._vectors(c, task, [2, 0, 1, 3])
+    lengths = [[len(t.split()) for t in texts] for texts in seen]
+    assert lengths == [sorted(n) for n in lengths] and len(seen[0]) == 7  # each distinct sentence once, shortest first
+
+    def vec(t):
+        return torch.tensor([len(t.split()), len(t.split()[0])], dtype=torch.float32)
+
+    def infersent(u, v):
+        return torch.cat([u, v, (u - v).abs(), u * v])
+
+    assert_close(pool, torch.stack([infersent(vec(a[i]), vec(b[i])) for i in (2, 0, 1, 3)]))
+    assert_close(held, torch.stack([infersent(vec(b[i]), vec(a[i])) for i in (0, 1)]))
+
+
 def test_each_network_fine_tunes_at_its_own_chapters_rates_and_its_twin_at_the_scratch_rate():
     cfg = tw.ThreeWaysConfig.preset("cpu", budgets=(10,), steps=(2,), seeds=1, l2_grid=(1e-2,), probe_iter=5)
     assert cfg.rates == "chapters"

@@ -467,7 +467,10 @@ def _probe_score(x: torch.Tensor, y: torch.Tensor, held_x: torch.Tensor, held_y:
 def _vectors(c: Contender, task: Task, idx: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """Frozen features of the pool examples ``idx`` and of the held-out examples (pairs: InferSent's)."""
     def of(a: Sequence[str], b: Sequence[str] | None) -> torch.Tensor:
-        texts = list(dict.fromkeys([*a, *(b or [])]))  # each distinct sentence once (SNLI repeats its premises)
+        # each distinct sentence once (SNLI repeats its premises), fewest words first: every encoder reads its input
+        # in batches as given, so batches of alike lengths hold little padding (page 16's cpu pools: 3.8x fewer
+        # padded words than in sample order for SST-2, 2.7x for SNLI, in batches of 128); rows go back in order below
+        texts = sorted(dict.fromkeys([*a, *(b or [])]), key=lambda t: len(t.split()))
         row = {t: i for i, t in enumerate(texts)}
         vectors = c.encode(texts).float()  # (N distinct, d)
         u = vectors[[row[t] for t in a]]
