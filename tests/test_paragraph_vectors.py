@@ -142,3 +142,21 @@ def test_config_errors():
         ParagraphVectorConfig(infer_epochs=0)
     with pytest.raises(ValueError, match="min_count"):
         prepare_documents([["a"], ["b"]], min_count=5)
+
+
+def test_the_giant_keeps_what_inference_reads_and_infers_the_same_after_loading(tmp_path, monkeypatch, one_thread):
+    import shoulders as sh
+
+    monkeypatch.setenv("SHOULDERS_GIANTS", str(tmp_path / "giants"))
+    docs = [s.split() for s in ("the cat sat on the mat", "a dog ran in the park", "the cat ran to the dog")] * 20
+    cfg = _cfg(vocab_size=50, epochs=2, num_docs=5)
+    first = sh.giants.load("paragraph_vectors", cfg, progress=False, docs=docs)
+    assert first.trained and first.model.docs.weight.shape == (5, 6)  # not the 60 training paragraphs' rows
+    second = sh.giants.load("paragraph_vectors", cfg, progress=False)
+    assert not second.trained and second.tokenizer.tokens == first.tokenizer.tokens
+    for name in ("embed.weight", "out.weight"):
+        torch.testing.assert_close(second.model.state_dict()[name], first.model.state_dict()[name])
+    texts = ["the cat sat", "a dog in the park"]
+    again = paragraph_encoder(second.model, second.tokenizer)(texts)
+    torch.testing.assert_close(again, paragraph_encoder(first.model, first.tokenizer)(texts))
+    assert not torch.equal(again, second.model.new_docs(2))  # inference moved the fresh vectors

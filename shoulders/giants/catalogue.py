@@ -17,6 +17,7 @@ from ..config import Config
 from ..data.entry import Dataset
 from ..models.fasttext import SubwordConfig
 from ..models.glove import GloVeConfig, GloVeSSTConfig
+from ..models.paragraph_vectors import ParagraphVectorConfig
 from ..models.word2vec import Word2VecConfig
 from ..models.awd_lstm import AWDLSTMConfig
 from ..models.quick_thoughts import QuickThoughtsConfig
@@ -171,6 +172,21 @@ FASTTEXT = Giant(
     minutes={"smoke": 1, "cpu": 2, "full": 10},  # cpu: 113 s measured on two threads (2026-12-03); full not yet
 )
 
+PARAGRAPH_VECTORS = Giant(
+    name="paragraph_vectors",
+    title="Paragraph vectors (PV-DBOW) of WikiText-2's sentences, one paragraph per sentence, with negative sampling "
+          "(Le & Mikolov 2014): chapter 7's recipe; kept: the word and output vectors that infer any sentence's vector",
+    chapter="7 (sentence vectors)",
+    config=ParagraphVectorConfig,
+    train=sentence_vectors.paragraph_vectors_giant,
+    build=sentence_vectors.build_paragraph_vectors,
+    tokenizer=Vocab,
+    tokenizer_file="vocab.json",
+    data=("wikitext-2",),
+    # cpu: 2.9 min on two threads while the test suite shared the cores (2026-12-05); full not yet measured
+    minutes={"smoke": 1, "cpu": 3, "full": 20},
+)
+
 SKIP_THOUGHTS = Giant(
     name="skip_thoughts",
     title="Skip-thoughts: a GRU sentence encoder trained to generate its neighbouring sentences, on WikiText-2's "
@@ -300,9 +316,9 @@ XLNET = Giant(
     minutes={"smoke": 1, "cpu": 52, "full": 60},
 )
 
-_CATALOGUE: dict[str, Giant] = {g.name: g for g in (WORD2VEC, GLOVE, GLOVE_SST, FASTTEXT, SKIP_THOUGHTS,
-                                                     QUICK_THOUGHTS, COVE_SMALL, COVE_LARGE, ELMO, AWD_LSTM, GPT, BERT,
-                                                     BERT_SST, TRANSFORMER_XL, XLNET)}
+_CATALOGUE: dict[str, Giant] = {g.name: g for g in (WORD2VEC, GLOVE, GLOVE_SST, FASTTEXT, PARAGRAPH_VECTORS,
+                                                     SKIP_THOUGHTS, QUICK_THOUGHTS, COVE_SMALL, COVE_LARGE, ELMO,
+                                                     AWD_LSTM, GPT, BERT, BERT_SST, TRANSFORMER_XL, XLNET)}
 CATALOGUE: Mapping[str, Giant] = MappingProxyType(_CATALOGUE)
 """Every giant of the book by name (read-only; :func:`register` adds one)."""
 

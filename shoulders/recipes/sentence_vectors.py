@@ -37,9 +37,10 @@ from ..train.loop import fit
 from .artefact import Artefact
 from .word_vectors import train_word2vec
 
-__all__ = ["SENTENCE_SPECIALS", "SentenceCorpus", "build_sentence_model", "infer_vectors", "neural_encoder",
-           "paragraph_encoder", "quick_thoughts_giant", "sentence_corpus", "sentence_ids", "skip_thoughts_giant",
-           "train_paragraph_vectors", "train_quick_thoughts", "train_skip_thoughts", "wikitext_sentences"]
+__all__ = ["SENTENCE_SPECIALS", "SentenceCorpus", "build_paragraph_vectors", "build_sentence_model", "infer_vectors",
+           "neural_encoder", "paragraph_encoder", "paragraph_vectors_giant", "quick_thoughts_giant", "sentence_corpus",
+           "sentence_ids", "skip_thoughts_giant", "train_paragraph_vectors", "train_quick_thoughts",
+           "train_skip_thoughts", "wikitext_sentences"]
 
 SENTENCE_SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")  # padding is id 0, as the configs' pad_id
 
@@ -93,6 +94,36 @@ def paragraph_encoder(model: ParagraphVectors, vocab: Vocab, tokenize: Callable[
         return infer_vectors(model, vocab, [tokenize(s) for s in sentences], epochs, seed=seed).cpu()
 
     return encode
+
+
+def paragraph_vectors_giant(cfg: ParagraphVectorConfig, *, device: Any = None, progress: bool = True,
+                            docs: Sequence[Sequence[str]] | None = None, **train_kwargs: Any) -> Artefact:
+    """Chapter 7's paragraph vectors (PV-DBOW, or PV-DM with ``cfg.arch="dm"``; Le & Mikolov 2014) trained on
+    WikiText-2's sentences (:func:`wikitext_sentences` up to ``cfg.train_tokens`` words, or ``docs``) as a giant.
+
+    A later page gives an unseen sentence its vector by inference (:func:`infer_vectors`), which reads the word and
+    output vectors only; so the giant keeps those and not the trained paragraph matrix D (one row per WikiText-2
+    sentence, of no use to another text): its D is the ``cfg.num_docs`` rows of a fresh model
+    (:func:`build_paragraph_vectors`), which is also what a cached giant is loaded into."""
+    docs = wikitext_sentences(max_tokens=cfg.train_tokens) if docs is None else docs
+    t0 = time.perf_counter()
+    model, corpus, history = train_paragraph_vectors(cfg, docs, progress=progress, device=device, **train_kwargs)
+    seconds = time.perf_counter() - t0
+    kept = build_paragraph_vectors(cfg, corpus.vocab)
+    trained = {k: v for k, v in model.cpu().state_dict().items() if not k.startswith("docs.")}
+    missing, unexpected = kept.load_state_dict(trained, strict=False)
+    if unexpected or [k for k in missing if not k.startswith("docs.")]:
+        raise RuntimeError(f"paragraph vectors: state does not match the fresh model ({missing}, {unexpected})")
+    return Artefact(model=kept, history=history, tokenizer=corpus.vocab,
+                    metrics={"seconds": seconds, "final_loss": history.last("loss")},
+                    facts={"paragraphs (sentences)": len(docs), "tokens": len(corpus),
+                           "vocabulary": len(corpus.vocab), "epochs": cfg.epochs, "architecture": cfg.arch})
+
+
+def build_paragraph_vectors(cfg: ParagraphVectorConfig, vocab: Vocab) -> ParagraphVectors:
+    """The untrained model a cached ``paragraph_vectors`` giant is loaded into: ``vocab``'s counts shape the noise
+    distribution, the paragraph matrix has ``cfg.num_docs`` rows (unused by inference)."""
+    return cfg.build(torch.as_tensor(vocab.count_array()), num_docs=cfg.num_docs)
 
 
 @dataclasses.dataclass

@@ -70,7 +70,8 @@ from .xlnet_transfer import XLNetFinetuningConfig, xlnet_features
 
 __all__ = ["RATES", "WAYS", "Contender", "Task", "ThreeWaysConfig", "awd_lstm_contender", "bert_contender",
            "cove_contender", "elmo_contender", "fitted", "gpt_contender", "head_for", "load_tasks", "mean_hidden",
-           "record", "run", "sentence_encoder_contender", "table", "word_vector_contender", "xlnet_contender"]
+           "paragraph_vector_contender", "record", "run", "sentence_encoder_contender", "table",
+           "word_vector_contender", "xlnet_contender"]
 
 WAYS = ("frozen", "top", "full", "scratch")
 RATES = ("chapters", "shared")
@@ -127,13 +128,14 @@ class ThreeWaysConfig(Config):
         # from-scratch networks fit SST-2 above the majority class in a hundred updates
         "smoke": dict(budgets=(200, 600), steps=(30, 100), seeds=1, lr=3e-3, rates="shared", sst_eval=400,
                       snli_eval=400, l2_grid=(1e-3, 1e-1), probe_iter=50),
-        # cpu: the page must stay under 20 minutes with all twelve giants cached. With 80 + 160 updates and 1,500
+        # cpu: the page must stay under 20 minutes with all its giants cached. With 80 + 160 updates and 1,500
         # SNLI test pairs the runs took 23.6 min (2026-12-05, two threads: GPT 7.2, AWD-LSTM 6.7, XLNet 3.1, BERT
         # 2.5, ELMo 1.3, the seven others 0.3-0.4 each; by way frozen 4.9, top 4.3, full 7.3, scratch 7.2), so
         # 60 + 120 updates and 1,000 test pairs: the AWD-LSTM's top, full and scratch runs then take 4.7 min instead
         # of 6.1, GPT's 5.3 (benchmarks/three_ways_rates.py, 2026-12-05). Measured with every giant cached
-        # (2026-12-05, two threads): the page 19.0 min, its runs 18.4 (GPT 5.6, AWD-LSTM 5.1, XLNet 2.6, BERT 2.0,
-        # ELMo 0.8, the seven others 0.3-0.5 each), the frozen way's encoding in length order included
+        # (2026-12-05, two threads, thirteen giants): the page 19.3 min, its runs 18.7 (GPT 5.7, AWD-LSTM 5.3,
+        # XLNet 2.6, BERT 2.1, ELMo 0.9, the eight others 0.1-0.5 each; twelve giants without paragraph vectors:
+        # 19.0 and 18.4), the frozen way's encoding in length order included
         "cpu": dict(steps=(60, 120), snli_eval=1_000),
         "full": dict(budgets=(500, 5_000), steps=(200, 600), max_len=128, snli_eval=None, lr=1e-4),
     }
@@ -321,6 +323,14 @@ def word_vector_contender(name: str, giant: Any, cfg: ThreeWaysConfig) -> Conten
         pretrained=lambda pair: BagOfVectors(table, pair=pair, pad_id=pad),
         scratch=lambda pair: BagOfVectors(torch.randn_like(table) * spread, pair=pair, pad_id=pad),
         make_head=lambda enc, k: SequenceClassifier(enc, k, dropout=0.0), lr=cfg.word_lr)
+
+
+def paragraph_vector_contender(name: str, giant: Any) -> Contender:
+    """Paragraph vectors (chapter 7, Le & Mikolov 2014): each sentence's vector inferred with the giant's word and
+    output vectors frozen (:func:`~shoulders.recipes.sentence_vectors.infer_vectors`); frozen only, as the paper
+    used them."""
+    return Contender(name=name, giant=giant.name, family="sentence encoder",
+                     encode=sentence_vectors.paragraph_encoder(giant.model, giant.tokenizer))
 
 
 def sentence_encoder_contender(name: str, giant: Any) -> Contender:
