@@ -105,18 +105,25 @@ class ThreeWaysConfig(Config):
         # points. At cpu the checks are on the giants' ways: the from-scratch control is measured, not asserted --
         # the AWD-LSTM from scratch does not fit 2,000 SNLI pairs in 160 updates (measured 2026-12-05, seeds 0-2:
         # 35.3%, training loss above the label-blind one at 5e-4 and at 3e-3; pre-trained, 48.1). At smoke the
-        # giants trained for a minute and one seed scores 400 sentences: held-out accuracy wobbles around the
-        # majority class (measured 2026-12-03: 45.5-62.0 on SST-2 at 600 labels), and the top layer of the
-        # one-minute BERT reads a nearly constant [CLS] (chapter 14), so only "full" and "scratch" must fit SST-2
-        # (measured: training loss 0.25-0.62 against 0.69; BERT's top layer 0.693). ``ladder_split``: the
+        # giants trained for about a minute and one seed scores 400 sentences. There, at the chapters' rates (600
+        # labels, 100 updates, measured 2026-12-05, seeds 0-2), full fine-tuning beats SST-2's majority class
+        # (51.5%) in every seed for all four networks (AWD-LSTM 54.5 / 57.2 / 58.5, GPT 58.7 / 57.7 / 57.7, BERT
+        # 53.5 / 59.0 / 52.7, XLNet 57.2 / 62.5 / 54.8) and so does each from-scratch twin (55.3-63.2), all fitting
+        # their labels; the fine-tuned word vectors beat it on both tasks. What the one-minute giants cannot do,
+        # measured and so not asserted at smoke: the top layer of GPT, BERT or XLNet does not fit 600 SST-2 labels in
+        # 100 updates at any rate from 3e-4 to 3e-2 (held-out 48.5-52.2; with 400 updates BERT's fits, loss 0.59,
+        # and still scores 51.2), and fine-tuned whole on 600 SNLI pairs GPT, BERT and XLNet stay below the majority
+        # (36.25%: 34.1, 35.9, 34.4; GPT also with 200 and 400 updates, 35.3 and 34.9) while memorising them (loss
+        # 0.06-0.18 at 400); a BERT giant pre-trained four times longer (1,200 steps, 90 s, masked-LM accuracy 13.0%)
+        # changes neither (top layer SST-2 53.4, SNLI full 34.2). ``ladder_split``: the
         # WikiText-2 text the language-model ladder reads (the chapters score test only at full). ``slow_to_fit``:
         # (giant, way, task, k) that need k times the page's updates at the largest budget to fit, rerun so on the
         # page and checked there instead: at cpu XLNet's top layer on SNLI, whose [CLS] no pre-training loss ever
         # read (no next-sentence loss), so the one trainable block must learn to gather the pair into it (measured
         # 2026-12-05, seeds 0-2, 2,000 pairs: with 120 updates no seed fits at 5e-4, 2e-3, 5e-3 or 1e-2; with 240
         # at 5e-4 all do, 39.7%; with 480, 45.9%; BERT's top layer, whose [CLS] NSP trained, fits in 120)
-        "smoke": dict(fits_labels=("SST-2",), fits_ways=("full", "scratch"), beats_majority=(), over_majority=0.0,
-                      ladder_split="valid", slow_to_fit=()),
+        "smoke": dict(fits_labels=("SST-2",), fits_ways=("full", "scratch"), beats_majority=("SST-2",),
+                      over_majority=0.0, ladder_split="valid", slow_to_fit=()),
         "cpu": dict(fits_labels=("SST-2", "SNLI"), fits_ways=("top", "full"),
                     beats_majority=("SST-2", "SNLI"), over_majority=2.0, ladder_split="valid",
                     slow_to_fit=(("XLNet", "top", "SNLI", 2),)),
@@ -124,9 +131,9 @@ class ThreeWaysConfig(Config):
                      beats_majority=("SST-2", "SNLI"), over_majority=2.0, ladder_split="test", slow_to_fit=()),
     }
     presets: ClassVar = {
-        # smoke: seconds per run -- one seed, a few hundred labels, a larger rate so the one-minute giants and the
-        # from-scratch networks fit SST-2 above the majority class in a hundred updates
-        "smoke": dict(budgets=(200, 600), steps=(30, 100), seeds=1, lr=3e-3, rates="shared", sst_eval=400,
+        # smoke: seconds per run -- one seed, a few hundred labels, each network at its chapter's smoke rates
+        # (one shared 3e-3 left BERT fine-tuned whole at 45.5% on SST-2, below the majority: measured 2026-12-05)
+        "smoke": dict(budgets=(200, 600), steps=(30, 100), seeds=1, sst_eval=400,
                       snli_eval=400, l2_grid=(1e-3, 1e-1), probe_iter=50),
         # cpu: the page must stay under 20 minutes with all its giants cached. With 80 + 160 updates and 1,500
         # SNLI test pairs the runs took 23.6 min (2026-12-05, two threads: GPT 7.2, AWD-LSTM 6.7, XLNet 3.1, BERT
