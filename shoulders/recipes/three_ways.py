@@ -133,7 +133,7 @@ class ThreeWaysConfig(Config):
     presets: ClassVar = {
         # smoke: seconds per run -- one seed, a few hundred labels, each network at its chapter's smoke rates
         # (one shared 3e-3 left BERT fine-tuned whole at 45.5% on SST-2, below the majority: measured 2026-12-05)
-        "smoke": dict(budgets=(200, 600), steps=(30, 100), seeds=1, sst_eval=400,
+        "smoke": dict(budgets=(200, 600), steps=(15, 100), seeds=1, sst_eval=400,
                       snli_eval=400, l2_grid=(1e-3, 1e-1), probe_iter=50),
         # cpu: the page must stay under 20 minutes with all its giants cached. With 80 + 160 updates and 1,500
         # SNLI test pairs the runs took 23.6 min (2026-12-05, two threads: GPT 7.2, AWD-LSTM 6.7, XLNet 3.1, BERT
