@@ -223,3 +223,13 @@ def test_three_ways_rates_tiny():
     bad = subprocess.run([sys.executable, "benchmarks/three_ways_rates.py", "--tiny", "--networks", "elmo"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--networks takes some of" in bad.stderr
+
+
+@NO_WIKITEXT
+@pytest.mark.skipif(mirror_folder("sst-trees") is None, reason="no SST trees in the offline mirror")
+def test_ulmfit_bf16_tiny():
+    out = run("benchmarks/ulmfit_bf16.py", "--tiny", "--threads", "1")
+    rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| 0 | ")]
+    assert [r[1] for r in rows] == ["float32", "bf16"]  # one seed, the two arithmetics alternated
+    assert all(float(r[2]) > 0 and 0 <= float(r[3]) <= 100 and float(r[4]) > 0 for r in rows)
+    assert "float32 / bf16 = " in out and "native bf16: " in out
