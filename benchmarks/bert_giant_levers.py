@@ -17,7 +17,11 @@ pre-trained with, so the rows differ only in their pre-trained weights. The leve
 * a larger peak rate (small BERTs take larger rates, Turc et al. 2019);
 * 40% of the pieces masked instead of 15% (Wettig et al. 2023, "Should you mask 15% in masked language
   modeling?"): more predictions per step for the same compute;
-* twice the steps: not a cpu option (it would take about twice the hour), it says how the curve goes on.
+* twice the steps: not a cpu option (it would take about twice the hour), it says how the curve goes on;
+* half the vocabulary (4,000 WordPiece pieces at cpu): words split into more pieces, so more of what a word is
+  has to be learned from how pieces combine -- which pre-training can teach and a network from scratch must learn
+  from its labels; the output layer is half as wide. Its rows read SST-2 in that vocabulary, so it gets its own
+  from-scratch row (every other lever keeps the preset's vocabulary and shares the preset's).
 
 It prints one Markdown row per encoder: the giant's held-out MLM / NSP accuracy and training minutes, then the
 mean dev accuracy, each seed, and the seconds per fine-tuning run. On a GPU (``shoulders.device()``) the same rows
@@ -43,7 +47,8 @@ LEVERS = (("the preset", lambda c: {}),
           ("40% masked", lambda c: dict(mask_prob=0.4)),
           ("no dropout, peak rate x2", lambda c: dict(dropout=0.0, lr=2 * c.lr)),
           ("twice the steps", lambda c: dict(steps=2 * c.steps, warmup=2 * c.warmup)),
-          ("40% masked, peak rate x2", lambda c: dict(mask_prob=0.4, lr=2 * c.lr)))
+          ("40% masked, peak rate x2", lambda c: dict(mask_prob=0.4, lr=2 * c.lr)),
+          ("half the vocabulary", lambda c: dict(vocab_size=c.vocab_size // 2)))
 
 
 def finetuning_encoder(giant: giants.Loaded, like: BertModel) -> BertModel:
@@ -72,16 +77,25 @@ def main() -> None:
     cfg = BertFinetuningConfig.preset(preset, **(dict(max_steps=10, min_steps=10) if args.tiny else {}))
     chosen = range(len(LEVERS)) if args.levers is None else args.levers
     scratch = args.scratch or args.levers is None
-    tok = wordpiece(pcfg)[0]  # every lever keeps the preset's vocabulary (checked below)
-    like = BertModel(pcfg.model_config(len(tok), tok.pad_id))  # the shape and dropout every row fine-tunes with
-
-    train, y, dev, majority = sst2_phrases(tok, cfg, args.labels if args.tiny else None)  # the page's phrases
     seeds = range(1 if args.tiny else (args.seeds or cfg.sst2_seeds))
+    tasks: dict[int, tuple] = {}
+
+    def task(vcfg: BertPretrainingConfig) -> tuple:
+        """The WordPiece vocabulary of ``vcfg``, the network every row with it fine-tunes (the preset's shape and
+        dropout) and the page's SST-2 phrases in that vocabulary: once per vocabulary size."""
+        if vcfg.vocab_size not in tasks:
+            tok = wordpiece(vcfg)[0]
+            like = BertModel(vcfg.model_config(len(tok), tok.pad_id))
+            tasks[vcfg.vocab_size] = (tok, like, *sst2_phrases(tok, cfg, args.labels if args.tiny else None))
+        return tasks[vcfg.vocab_size]
+
+    tok, like, train, y, dev, majority = task(pcfg)
     print(f"{preset} presets on {default_device()}, {torch.get_num_threads()} thread(s); SST-2 dev accuracy % after "
           f"fine-tuning on {len(train):,} phrases ({cfg.steps_for(len(train)):,} updates), seeds {list(seeds)}; "
           f"majority class {majority:.1f}%", flush=True)
 
-    def row(name: str, build, rate: float, pre: str) -> None:
+    def row(name: str, build, rate: float, pre: str, vcfg: BertPretrainingConfig) -> None:
+        tok, _, train, y, dev, majority = task(vcfg)
         t0 = time.perf_counter()
         r = compare(lambda enc: heads.SequenceClassifier(enc, 2), {name: build}, train, tok.pad_id, cfg,
                     lambda head: accuracy(head, dev, tok.pad_id), {name: rate}, metric="dev accuracy %",
@@ -92,17 +106,21 @@ def main() -> None:
     print("\n| encoder | pre-training: steps, held-out MLM / NSP %, minutes | mean | seeds | s per run |\n"
           "|---|---|---|---|---|", flush=True)
     if scratch:
-        row("from scratch", lambda: BertModel(like.cfg), cfg.scratch_lr, "none")
+        row("from scratch", lambda: BertModel(like.cfg), cfg.scratch_lr, "none", pcfg)
     for i in chosen:
         name, change = LEVERS[i]
         vcfg = pcfg.replace(**change(pcfg))
+        tok, like, *_ = task(vcfg)
+        if vcfg.vocab_size != pcfg.vocab_size:  # its own control: the same network from scratch in its vocabulary
+            row(f"from scratch, {vcfg.vocab_size:,} pieces", lambda like=like: BertModel(like.cfg), cfg.scratch_lr,
+                "none", vcfg)
         giant = giants.load("bert", vcfg, progress=args.progress)
         if list(giant.tokenizer.vocab.tokens) != list(tok.vocab.tokens):
-            raise RuntimeError(f"lever {name!r} learned another WordPiece vocabulary: the rows would not compare")
+            raise RuntimeError(f"lever {name!r}: the giant's WordPiece vocabulary is not the one its rows read")
         m = giant.metrics
         pre = (f"{vcfg.steps:,}, {100 * m['mlm_acc']:.1f} / {100 * m['nsp_acc']:.1f}, "
                f"{giant.card.get('wall_time_s', float('nan')) / 60:.1f}")
-        row(f"pre-trained: {name}", lambda: finetuning_encoder(giant, like), cfg.lr, pre)
+        row(f"pre-trained: {name}", lambda: finetuning_encoder(giant, like), cfg.lr, pre, vcfg)
 
 
 if __name__ == "__main__":
