@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import random
 import statistics
 import time
 
@@ -59,15 +58,8 @@ def main() -> None:
     labels, seeds = (100, 1) if args.tiny else (args.labels, args.seeds)
     if args.tiny:
         ucfg = ucfg.replace(min_steps=10, max_steps=10)
-    train_x, train_y = sh.data.sst_trees("train", binary=True)
-    order = list(range(len(train_x)))
-    random.Random(0).shuffle(order)                                  # the page's order
-    train = ulmfit.classifier_features([train_x[i] for i in order[:labels]], [train_y[i] for i in order[:labels]],
-                                       vocab)
-    dev_x, dev_y = sh.data.sst_trees("dev", binary=True)
-    if args.tiny:                                                    # a random part of dev, as the page at smoke
-        keep = sorted(random.Random(1).sample(range(len(dev_x)), 100))
-        dev_x, dev_y = [dev_x[i] for i in keep], [dev_y[i] for i in keep]
+    train_x, train_y, dev_x, dev_y = ulmfit.sst2_sentences(labels, 100 if args.tiny else None)  # the page's
+    train = ulmfit.classifier_features(train_x, train_y, vocab)
     dev = ulmfit.classifier_features(dev_x, dev_y, vocab)
     make, ft = ulmfit.classifier_maker(ucfg, n_classes=2), ucfg.finetuning()
     print(f"{scale}: {torch.get_num_threads()} thread(s), native bf16: {native_bf16()}; {len(train):,} labels, "

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import random
 import time
 
 import torch
@@ -58,15 +57,7 @@ def main() -> None:
     ucfg = ulmfit.ULMFiTConfig.preset(scale)
     if args.tiny:
         ucfg = ucfg.replace(seeds=1, train=300, lm_epochs=0.1, lm_min_steps=5)
-    train_x, train_y = sh.data.sst_trees("train", binary=True)
-    dev_x, dev_y = sh.data.sst_trees("dev", binary=True)
-    order = list(range(len(train_x)))
-    random.Random(0).shuffle(order)                                  # the page's order
-    order = order[:ucfg.train] if ucfg.train is not None else order
-    train_x, train_y = [train_x[i] for i in order], [train_y[i] for i in order]
-    if args.tiny:                                                    # a random part of dev, as the page at smoke
-        keep = sorted(random.Random(1).sample(range(len(dev_x)), 100))
-        dev_x, dev_y = [dev_x[i] for i in keep], [dev_y[i] for i in keep]
+    train_x, train_y, dev_x, dev_y = ulmfit.sst2_sentences(ucfg.train, 100 if args.tiny else None)  # the page's
     task_text = sh.data.sst_trees("train")[0]
     adapted: dict[tuple, tuple] = {}
 

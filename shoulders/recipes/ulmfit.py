@@ -30,6 +30,7 @@ import copy
 import dataclasses
 import functools
 import math
+import random
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -38,6 +39,7 @@ import torch
 from torch import nn
 
 from ..config import Config, ConfigError
+from ..data.sentiment import sst_trees
 from ..evaluate.perplexity import perplexity
 from ..models.awd_lstm import AWDLSTM
 from ..models.ulmfit import PoolingClassifier
@@ -53,7 +55,7 @@ from ..train.param_groups import discriminative_lr, parameters_of, unfreeze
 from ..train.schedules import constant, stlr, stlr_cycles
 from .finetune import BertFinetuningConfig, FeatureBatches, compare, prior_loss
 
-__all__ = ["EOS", "Stage", "ULMFiTConfig", "classifier_features", "finetune_lm", "layer_group_names",
+__all__ = ["EOS", "Stage", "ULMFiTConfig", "classifier_features", "sst2_sentences", "finetune_lm", "layer_group_names",
            "sample_efficiency", "task_stream", "task_vocabulary", "task_words", "train_classifier"]
 
 EOS = "<eos>"  # WikiText-2's end of line, which the giant learned to predict
@@ -158,6 +160,21 @@ class ULMFiTConfig(Config):
 
 
 # ---------------------------------------------------------------------------------------------------------- data
+def sst2_sentences(train: int | None = None, dev: int | None = None
+                   ) -> tuple[list[str], list[int], list[str], list[int]]:
+    """SST-2 as chapter 11 reads it: the treebank's binary training sentences in the page's one shuffled order
+    (``random.Random(0)``; the first ``train`` of it, None: all 6,920), and its dev sentences (a random ``dev`` of
+    them in their own order, ``random.Random(1)``; None: all 872). Returns ``train_x, train_y, dev_x, dev_y``."""
+    train_x, train_y = sst_trees("train", binary=True)
+    dev_x, dev_y = sst_trees("dev", binary=True)
+    order = list(range(len(train_x)))
+    random.Random(0).shuffle(order)                      # label budgets take the first n of this order
+    order = order[:train] if train is not None else order
+    keep = sorted(random.Random(1).sample(range(len(dev_x)), min(dev or len(dev_x), len(dev_x))))
+    return ([train_x[i] for i in order], [train_y[i] for i in order], [dev_x[i] for i in keep],
+            [dev_y[i] for i in keep])
+
+
 def task_words(sentence: str) -> list[str]:
     """A Stanford Sentiment Treebank sentence (Penn Treebank tokens) as the words of WikiText, which the giant
     read: ``does n't`` -> ``doesn 't``, ``` `` ``` -> ``"``, ``old-fashioned`` -> ``old @-@ fashioned``
