@@ -21,7 +21,13 @@ pre-trained with, so the rows differ only in their pre-trained weights. The leve
 * half the vocabulary (4,000 WordPiece pieces at cpu): words split into more pieces, so more of what a word is
   has to be learned from how pieces combine -- which pre-training can teach and a network from scratch must learn
   from its labels; the output layer is half as wide. Its rows read SST-2 in that vocabulary, so it gets its own
-  from-scratch row (every other lever keeps the preset's vocabulary and shares the preset's).
+  from-scratch row (every other lever keeps the preset's vocabulary and shares the preset's);
+* pre-LN layers (Xiong et al. 2020, "On layer normalization in the Transformer architecture"): LayerNorm at each
+  sub-layer's input and one over the top layer's output, instead of the paper's LayerNorm after each residual sum;
+  well-behaved gradients at the start of training, so the same warm-up and rate may go further in a short run. It
+  is another network, so it too gets its own from-scratch row (the same pre-LN network, random).
+
+A lever that changes the network (its vocabulary or its layers) is compared with that network from scratch.
 
 It prints one Markdown row per encoder: the giant's held-out MLM / NSP accuracy and training minutes, then the
 mean dev accuracy, each seed, and the seconds per fine-tuning run. On a GPU (``shoulders.device()``) the same rows
@@ -48,7 +54,8 @@ LEVERS = (("the preset", lambda c: {}),
           ("no dropout, peak rate x2", lambda c: dict(dropout=0.0, lr=2 * c.lr)),
           ("twice the steps", lambda c: dict(steps=2 * c.steps, warmup=2 * c.warmup)),
           ("40% masked, peak rate x2", lambda c: dict(mask_prob=0.4, lr=2 * c.lr)),
-          ("half the vocabulary", lambda c: dict(vocab_size=c.vocab_size // 2)))
+          ("half the vocabulary", lambda c: dict(vocab_size=c.vocab_size // 2)),
+          ("pre-LN", lambda c: dict(norm_first=True)))
 
 
 def finetuning_encoder(giant: giants.Loaded, like: BertModel) -> BertModel:
@@ -79,15 +86,21 @@ def main() -> None:
     scratch = args.scratch or args.levers is None
     seeds = range(1 if args.tiny else (args.seeds or cfg.sst2_seeds))
     tasks: dict[int, tuple] = {}
+    networks: dict[tuple[int, bool], BertModel] = {}
 
     def task(vcfg: BertPretrainingConfig) -> tuple:
-        """The WordPiece vocabulary of ``vcfg``, the network every row with it fine-tunes (the preset's shape and
-        dropout) and the page's SST-2 phrases in that vocabulary: once per vocabulary size."""
+        """The WordPiece vocabulary of ``vcfg`` (built once per vocabulary size), the network every row of
+        ``vcfg`` fine-tunes (its shape and layers, the preset's dropout) and the page's SST-2 phrases in that
+        vocabulary."""
         if vcfg.vocab_size not in tasks:
             tok = wordpiece(vcfg)[0]
-            like = BertModel(vcfg.model_config(len(tok), tok.pad_id))
-            tasks[vcfg.vocab_size] = (tok, like, *sst2_phrases(tok, cfg, args.labels if args.tiny else None))
-        return tasks[vcfg.vocab_size]
+            tasks[vcfg.vocab_size] = (tok, *sst2_phrases(tok, cfg, args.labels if args.tiny else None))
+        tok, *phrases = tasks[vcfg.vocab_size]
+        shape = (vcfg.vocab_size, vcfg.norm_first)
+        if shape not in networks:
+            networks[shape] = BertModel(vcfg.model_config(len(tok), tok.pad_id).replace(dropout=pcfg.dropout,
+                                                                                        attn_dropout=pcfg.dropout))
+        return (tok, networks[shape], *phrases)
 
     tok, like, train, y, dev, majority = task(pcfg)
     print(f"{preset} presets on {default_device()}, {torch.get_num_threads()} thread(s); SST-2 dev accuracy % after "
@@ -114,6 +127,8 @@ def main() -> None:
         if vcfg.vocab_size != pcfg.vocab_size:  # its own control: the same network from scratch in its vocabulary
             row(f"from scratch, {vcfg.vocab_size:,} pieces", lambda like=like: BertModel(like.cfg), cfg.scratch_lr,
                 "none", vcfg)
+        elif vcfg.norm_first != pcfg.norm_first:  # its own control: the same (pre-LN) network from scratch
+            row("from scratch, pre-LN", lambda like=like: BertModel(like.cfg), cfg.scratch_lr, "none", vcfg)
         giant = giants.load("bert", vcfg, progress=args.progress)
         if list(giant.tokenizer.vocab.tokens) != list(tok.vocab.tokens):
             raise RuntimeError(f"lever {name!r}: the giant's WordPiece vocabulary is not the one its rows read")

@@ -32,6 +32,33 @@ def check_snapshots(snapshots: Any, steps: int) -> None:
         raise ConfigError(f"snapshots must be increasing steps between 0 and steps={steps}, got {snapshots}")
 
 
+LATE = "late"
+"""Field metadata key of :func:`late_field`."""
+
+
+def late_field(default: Any) -> Any:
+    """A config field added after giants were trained with that config: a giant's cache key hashes it only when it
+    is set away from ``default`` (:func:`key_fields`), so adding it leaves every cached giant's key -- and the
+    weights people have already trained -- as they were. A new field made any other way changes every key of its
+    config once (the giants retrain)."""
+    return dataclasses.field(default=default, metadata={LATE: True})
+
+
+def key_fields(cfg: Any) -> Any:
+    """``cfg`` (a dataclass, and the dataclasses, lists, tuples and dicts inside it) as plain values, the way
+    ``dataclasses.asdict`` gives them, except that a :func:`late_field` still at its default is left out."""
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
+        return {f.name: key_fields(getattr(cfg, f.name)) for f in dataclasses.fields(cfg)
+                if not (f.metadata.get(LATE) and getattr(cfg, f.name) == f.default)}
+    if isinstance(cfg, tuple) and hasattr(cfg, "_fields"):  # a named tuple
+        return type(cfg)(*(key_fields(v) for v in cfg))
+    if isinstance(cfg, (list, tuple)):
+        return type(cfg)(key_fields(v) for v in cfg)
+    if isinstance(cfg, dict):
+        return {k: key_fields(v) for k, v in cfg.items()}
+    return cfg
+
+
 @dataclasses.dataclass
 class Config:
     """Base class of every chapter config.

@@ -200,13 +200,15 @@ def test_bert_all_labels_tiny():
 
 @NO_WIKITEXT
 def test_bert_giant_levers_tiny():
-    out = run("benchmarks/bert_giant_levers.py", "--tiny", "--threads", "1", "--levers", "7", "--scratch",
+    out = run("benchmarks/bert_giant_levers.py", "--tiny", "--threads", "1", "--levers", "7", "8", "--scratch",
               "--labels", "100")
     rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| ")]
     rows = [r for r in rows if len(r) == 5 and r[0] != "encoder" and not r[0].startswith("---")]
-    # the preset's control, then the lever's own control in its vocabulary (the smoke preset's 2,000 pieces halved)
-    assert [r[0] for r in rows] == ["from scratch", "from scratch, 1,000 pieces", "pre-trained: half the vocabulary"]
-    assert rows[2][1].startswith("300, ")  # the smoke preset's steps: the lever changed only the vocabulary
+    # the preset's control, then each lever that changes the network with its own control: in its vocabulary (the
+    # smoke preset's 2,000 pieces halved), and with its layers (pre-LN)
+    assert [r[0] for r in rows] == ["from scratch", "from scratch, 1,000 pieces", "pre-trained: half the vocabulary",
+                                    "from scratch, pre-LN", "pre-trained: pre-LN"]
+    assert rows[2][1].startswith("300, ") and rows[4][1].startswith("300, ")  # the smoke preset's steps
     assert all(0 < float(r[2]) <= 100 for r in rows)
     bad = subprocess.run([sys.executable, "benchmarks/bert_giant_levers.py", "--tiny", "--levers", "99"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)

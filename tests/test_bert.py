@@ -231,6 +231,25 @@ def test_hf_config_round_trip_and_errors():
         config_from_hf({**hf_config(cfg), "model_type": "roberta"})
     with pytest.raises(ConfigError, match="multiple of n_heads"):
         config_from_hf({**hf_config(cfg), "num_attention_heads": 5})
+    with pytest.raises(ConfigError, match="norm_first=True: Hugging Face's BERT is post-LN"):
+        hf_config(small_cfg(norm_first=True))
+
+
+@torch.no_grad()
+def test_pre_ln_bert_has_pre_ln_layers_and_a_final_layernorm():
+    """The lever of chapter 14b (Xiong et al. 2020): every layer pre-LN, one LayerNorm over the top layer's output,
+    which is the only parameter a post-LN BERT lacks."""
+    post, pre = BertModel(small_cfg()).eval(), BertModel(small_cfg(norm_first=True)).eval()
+    assert all(layer.cfg.norm_first for layer in pre.encoder.layers)
+    assert not any(layer.cfg.norm_first for layer in post.encoder.layers)
+    assert set(pre.state_dict()) - set(post.state_dict()) == {"encoder.norm.weight", "encoder.norm.bias"}
+    assert set(post.state_dict()) <= set(pre.state_dict())
+    for p in post.parameters():  # weights large enough for the sub-layers to matter (at init both are ~LN(E))
+        p.normal_(0.0, 0.3)
+    pre.load_state_dict({**pre.state_dict(), **post.state_dict()})  # same weights, another layer: other outputs
+    b = small_cfg().example_batch(2)
+    inputs = {k: b[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
+    assert not torch.allclose(pre(**inputs).hidden, post(**inputs).hidden, atol=1e-3)
 
 
 def test_mlm_decoder_is_the_input_embedding():
@@ -307,8 +326,9 @@ def test_masked_only_projection_equals_full_projection():
         assert torch.allclose(model.mlm_logits(hidden[chosen]), model.mlm_logits(hidden)[chosen], atol=1e-6)
 
 
-def test_gradient_reaches_every_parameter():
-    cfg = small_cfg()
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_gradient_reaches_every_parameter(norm_first):
+    cfg = small_cfg(norm_first=norm_first)
     model = BertForPreTraining(cfg).train()
     b, labels, _ = labelled(cfg, model)
     model.train()

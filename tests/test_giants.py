@@ -240,3 +240,39 @@ def test_a_giant_built_on_another_loads_its_base_first_and_keys_on_it(tmp_path, 
             sh.giants.import_folder(out)
     finally:
         sh.giants.register(derived, replace=True)
+
+
+@dataclasses.dataclass
+class _Later(tiny_giant.TinyConfig):
+    """TinyConfig as a later version of the book writes it: one field added with ``late_field``."""
+    gain: float = sh.config.late_field(1.0)
+
+
+@dataclasses.dataclass
+class _Plain(tiny_giant.TinyConfig):
+    """The same field added plainly."""
+    gain: float = 1.0
+
+
+def test_a_late_field_keys_a_giant_only_when_it_is_set():
+    before = sh.giants.key("tiny-test", tiny_giant.TinyConfig(width=3), "cpu")
+    assert sh.giants.key("tiny-test", _Later(width=3), "cpu") == before, "added at its default: the same key"
+    assert sh.giants.key("tiny-test", _Later(width=3, gain=2.0), "cpu") != before, "set: another giant"
+    assert sh.giants.key("tiny-test", _Plain(width=3), "cpu") != before, "a plain new field changes every key"
+    # the same rule inside nested containers, and everything else exactly as dataclasses.asdict gives it
+    outer = {"inner": _Later(width=2), "many": [_Later(gain=3.0)]}
+    assert sh.config.key_fields(outer) == {"inner": {k: v for k, v in dataclasses.asdict(_Later(width=2)).items()
+                                                     if k != "gain"},
+                                           "many": [dataclasses.asdict(_Later(gain=3.0))]}
+
+
+def test_bert_pre_ln_is_a_late_field_of_its_own_giant():
+    from shoulders.recipes.bert import BertPretrainingConfig
+    from shoulders.recipes.xlnet import XLNetPretrainingConfig
+    cpu = BertPretrainingConfig.preset("cpu")
+    assert sh.giants.key("bert", cpu) == sh.giants.key("bert", scale="cpu")
+    assert "norm_first" not in sh.config.key_fields(cpu), "the paper's post-LN keeps the giants trained before it"
+    assert sh.giants.key("bert", cpu.replace(norm_first=True)) != sh.giants.key("bert", cpu)
+    assert cpu.replace(norm_first=True).model_config(100).block().norm_first
+    with pytest.raises(sh.config.ConfigError, match="norm_first=True is a BERT lever"):
+        XLNetPretrainingConfig.preset("smoke", norm_first=True)

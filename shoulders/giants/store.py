@@ -37,6 +37,7 @@ from .._lock import exclusive
 from .._scale import check_scale
 from .._scale import scale as current_scale
 from .._seed import seed
+from ..config import key_fields
 from ..data import Checksum, Dataset, Download, LocalFile, cache_root, credits
 from ..data import path as data_path
 from ..data.local import file_digest
@@ -109,7 +110,9 @@ def root() -> Path:
 
 
 def _config_dict(cfg: Any) -> dict[str, Any]:
-    return json.loads(json.dumps(dataclasses.asdict(cfg), sort_keys=True, default=str))
+    """The config a giant's cache key hashes and its metadata keeps: every field as a JSON value, except a
+    :func:`~shoulders.config.late_field` at its default."""
+    return json.loads(json.dumps(key_fields(cfg), sort_keys=True, default=str))
 
 
 def key(giant: Giant | str, cfg: Any = None, scale: str | None = None) -> str:

@@ -11,6 +11,9 @@
 with ``BlockConfig(activation="gelu", norm_first=False, eps=1e-12)``: the paper's post-LN layer (Vaswani et al.'s
 ``LayerNorm(x + Sublayer(x))``) with GELU (Hendrycks & Gimpel 2016) in the feed-forward network, bidirectional
 self-attention (no causal mask; padding is hidden by a key padding mask) and attention-probability dropout.
+``norm_first=True`` swaps in the pre-LN layer (``x + Sublayer(LayerNorm(x))``, Xiong et al. 2020, "On layer
+normalization in the Transformer architecture"; a final LayerNorm tops the stack): not the paper's, kept as a
+measured option (chapter 14b's levers); Hugging Face's BERT is post-LN only, so such a model does not convert.
 
 **Pre-training** (§3.1, Appendix A.1): 15% of the tokens are chosen for prediction (80% -> ``[MASK]``, 10% a random
 token, 10% unchanged; :mod:`shoulders.recipes.bert` prepares the batches), and the loss is the mean
@@ -31,7 +34,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..config import Config, ConfigError
+from ..config import Config, ConfigError, late_field
 from ..text.bert_inputs import IGNORE
 from .attention import key_padding_mask
 from .ids import check_ids, check_labels
@@ -77,6 +80,7 @@ class BertConfig(Config):
     eps: float = 1e-12        # LayerNorm epsilon of the released code
     pad_id: int = 0
     init_std: float = 0.02    # N(0, 0.02) initialisation (the released code's initializer_range)
+    norm_first: bool = late_field(False)  # False: post-LN (the paper); True: pre-LN (Xiong et al. 2020)
 
     SIZES: ClassVar[dict[str, tuple[int, int, int]]] = TURC_SIZES
     presets: ClassVar = {
@@ -103,9 +107,10 @@ class BertConfig(Config):
         self.block()  # d_model % n_heads, dropout ranges
 
     def block(self) -> BlockConfig:
-        """One post-LN GELU encoder layer (§3): the block the Transformer and GPT chapters use too."""
+        """One GELU encoder layer, post-LN as in the paper (§3) unless ``norm_first``: the block the Transformer
+        and GPT chapters use too."""
         return BlockConfig(self.d_model, self.n_heads, self.d_ff, self.dropout, self.attn_dropout, activation="gelu",
-                           norm_first=False, causal=False, eps=self.eps)
+                           norm_first=self.norm_first, causal=False, eps=self.eps)
 
     def build(self) -> "BertForPreTraining":
         return BertForPreTraining(self)

@@ -38,7 +38,11 @@ _HF_DEFAULTS: dict[str, Any] = dict(vocab_size=30522, hidden_size=768, num_hidde
 
 
 def hf_config(cfg: BertConfig) -> dict[str, Any]:
-    """Keyword arguments of ``transformers.BertConfig`` for the same model."""
+    """Keyword arguments of ``transformers.BertConfig`` for the same model (post-LN only: Hugging Face's BERT has
+    no pre-LN layer)."""
+    if cfg.norm_first:
+        raise ConfigError("norm_first=True: Hugging Face's BERT is post-LN (LayerNorm after each residual sum), so a "
+                          "pre-LN model has no transformers.BertConfig; convert a post-LN one")
     return dict(vocab_size=cfg.vocab_size, hidden_size=cfg.d_model, num_hidden_layers=cfg.n_layers,
                 num_attention_heads=cfg.n_heads, intermediate_size=cfg.d_ff, hidden_act="gelu",
                 hidden_dropout_prob=cfg.dropout, attention_probs_dropout_prob=cfg.attn_dropout,

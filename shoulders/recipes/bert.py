@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from ..config import Config, ConfigError, check_snapshots
+from ..config import Config, ConfigError, check_snapshots, late_field
 from ..data.corpora import wikitext_documents
 from ..models.bert import BertConfig, BertForPreTraining
 from ..text.bert_inputs import IGNORE, collate, pack
@@ -63,6 +63,7 @@ class BertPretrainingConfig(Config):
     max_documents: int | None = None  # use only the first N articles (smoke)
     eval_pairs: int = 512             # held-out pairs (WikiText-2 validation) for MLM / NSP accuracy
     eval_every: int = 200
+    norm_first: bool = late_field(False)  # the paper's post-LN layer; True: pre-LN (Xiong et al. 2020), a lever
 
     page_presets: ClassVar = {
         # chapter 14a's checks: held-out MLM accuracy above the unigram guess by this margin (smoke: ~9% vs ~5%
@@ -125,7 +126,7 @@ class BertPretrainingConfig(Config):
     def model_config(self, vocab_size: int, pad_id: int = 0) -> BertConfig:
         """The architecture: ``size``'s layers and widths, ``positions`` learned positions."""
         return BertConfig.named(self.size, vocab_size=vocab_size, max_len=self.positions, dropout=self.dropout,
-                                attn_dropout=self.dropout, pad_id=pad_id)
+                                attn_dropout=self.dropout, pad_id=pad_id, norm_first=self.norm_first)
 
 
 class PretrainingBatches:
