@@ -16,6 +16,10 @@ The cache folder *is* the export format: :func:`export` copies it after checking
 the cache, so the imported weights are bit-identical. A folder appears in the cache only complete (written
 under a temporary name, then renamed); two processes that need the same giant take one lock
 (:func:`shoulders._lock.exclusive`): the first trains, the second waits and loads.
+
+The hash covers every field of the config, so changing a preset retrains its giant. A field added to a config
+later is declared with :func:`shoulders.config.late_field`: it is hashed only when set away from its default, so
+giants people have already trained keep their keys (BERT's ``norm_first``, a lever of chapter 14b, is one).
 """
 from __future__ import annotations
 
