@@ -17,7 +17,11 @@ once, dev accuracy, seeds 0-2) with one setting changed:
 * ``vocabulary`` -- 100, 300 and 1,000 labels with the giant's vocabulary as it is (every word WikiText-2 lacks is
   its ``<unk>``) and grown by the task's words seen at least twice before stage 2 (:func:`~shoulders.recipes.ulmfit.
   task_vocabulary`, as ULMFiT's code does); the control from scratch reads the same vocabulary;
-* ``stage-2`` -- the grown vocabulary with six passes of stage 2 instead of two, at 100 and 300 labels.
+* ``stage-2`` -- the grown vocabulary with six passes of stage 2 instead of two, at 100 and 300 labels;
+* ``rates`` -- stage 3's peak rate, for both encoders, at 1e-3, the page's 3e-3 and 1e-2, at 100, 300 and 1,000
+  labels: is the page's one rate fair to both? (A pre-trained network may want a gentler rate with few labels, a
+  random one a bolder one.) Choosing each encoder's best rate on the dev set that also scores it flatters both
+  alike; the gain between the two best rows is an upper bound on what rates can do for ULMFiT here.
 
 Each row prints both encoders' mean (range) over the seeds, their final training loss and the gain of ULMFiT.
 """
@@ -39,6 +43,7 @@ LEVERS = {  # name: [(label budget, None = all; ULMFiTConfig overrides)]
     "labels": [(1_000, {}), (1_000, {"epochs": 10.0, "min_steps": 300})],
     "vocabulary": [(n, {"vocab_min_count": k}) for n in (100, 300, 1_000) for k in (0, 2)],
     "stage-2": [(n, {"vocab_min_count": 2, "lm_epochs": 6.0}) for n in (100, 300)],
+    "rates": [(n, {"lr": r, "scratch_lr": r}) for n in (100, 300, 1_000) for r in (1e-3, 3e-3, 1e-2)],
 }
 SEMI, SCRATCH = "ULMFiT", "from scratch"
 
@@ -78,7 +83,8 @@ def main() -> None:
 
     print(f"scale={scale}, threads={torch.get_num_threads()}; SST-2 dev accuracy %, mean (range) over the seeds, "
           "(final training loss)\n")
-    print("| labels | passes | updates | vocabulary | ULMFiT | from scratch | gain |\n|---|---|---|---|---|---|---|")
+    print("| labels | passes | updates | vocabulary | rate | ULMFiT | from scratch | gain |\n"
+          "|---|---|---|---|---|---|---|---|")
     done: dict[tuple[int, str], str] = {}
     for lever in args.lever or list(LEVERS):
         for n, overrides in LEVERS[lever]:
@@ -98,7 +104,7 @@ def main() -> None:
                           {SEMI: u.lr, SCRATCH: u.scratch_lr}, metric="dev accuracy %", baseline=50.0,
                           prior=prior_loss([f["labels"] for f in part]), steps=ft.steps_for(len(part)),
                           seeds=range(u.seeds), trainers=trainers)
-            line = (f"| {len(part):,} | {u.epochs:g} | {row[SEMI]['steps']:,} | {len(vocab):,} | "
+            line = (f"| {len(part):,} | {u.epochs:g} | {row[SEMI]['steps']:,} | {len(vocab):,} | {u.lr:g} | "
                     + " | ".join(f"{score_text(row[k])} ({row[k]['train_loss']:.3f})" for k in (SEMI, SCRATCH))
                     + f" | {row[SEMI]['score'] - row[SCRATCH]['score']:+.1f} |")
             done[len(part), repr(u)] = line
