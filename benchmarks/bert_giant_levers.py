@@ -86,7 +86,7 @@ def main() -> None:
     scratch = args.scratch or args.levers is None
     seeds = range(1 if args.tiny else (args.seeds or cfg.sst2_seeds))
     tasks: dict[int, tuple] = {}
-    networks: dict[tuple[int, bool], BertModel] = {}
+    networks: dict[str, BertModel] = {}
 
     def task(vcfg: BertPretrainingConfig) -> tuple:
         """The WordPiece vocabulary of ``vcfg`` (built once per vocabulary size), the network every row of
@@ -96,13 +96,13 @@ def main() -> None:
             tok = wordpiece(vcfg)[0]
             tasks[vcfg.vocab_size] = (tok, *sst2_phrases(tok, cfg, args.labels if args.tiny else None))
         tok, *phrases = tasks[vcfg.vocab_size]
-        shape = (vcfg.vocab_size, vcfg.norm_first)
-        if shape not in networks:
-            networks[shape] = BertModel(vcfg.model_config(len(tok), tok.pad_id).replace(dropout=pcfg.dropout,
-                                                                                        attn_dropout=pcfg.dropout))
-        return (tok, networks[shape], *phrases)
+        shape = vcfg.model_config(len(tok), tok.pad_id).replace(dropout=pcfg.dropout, attn_dropout=pcfg.dropout)
+        if repr(shape) not in networks:
+            networks[repr(shape)] = BertModel(shape)
+        return (tok, networks[repr(shape)], *phrases)
 
     tok, like, train, y, dev, majority = task(pcfg)
+    preset_network = like
     print(f"{preset} presets on {default_device()}, {torch.get_num_threads()} thread(s); SST-2 dev accuracy % after "
           f"fine-tuning on {len(train):,} phrases ({cfg.steps_for(len(train)):,} updates), seeds {list(seeds)}; "
           f"majority class {majority:.1f}%", flush=True)
@@ -124,11 +124,11 @@ def main() -> None:
         name, change = LEVERS[i]
         vcfg = pcfg.replace(**change(pcfg))
         tok, like, *_ = task(vcfg)
-        if vcfg.vocab_size != pcfg.vocab_size:  # its own control: the same network from scratch in its vocabulary
-            row(f"from scratch, {vcfg.vocab_size:,} pieces", lambda like=like: BertModel(like.cfg), cfg.scratch_lr,
+        if like.cfg != preset_network.cfg:  # another network: its own control, the same network from scratch
+            what = ([f"{vcfg.vocab_size:,} pieces"] if vcfg.vocab_size != pcfg.vocab_size else []) + (
+                ["pre-LN"] if vcfg.norm_first != pcfg.norm_first else [])
+            row(f"from scratch, {', '.join(what) or name}", lambda like=like: BertModel(like.cfg), cfg.scratch_lr,
                 "none", vcfg)
-        elif vcfg.norm_first != pcfg.norm_first:  # its own control: the same (pre-LN) network from scratch
-            row("from scratch, pre-LN", lambda like=like: BertModel(like.cfg), cfg.scratch_lr, "none", vcfg)
         giant = giants.load("bert", vcfg, progress=args.progress)
         if list(giant.tokenizer.vocab.tokens) != list(tok.vocab.tokens):
             raise RuntimeError(f"lever {name!r}: the giant's WordPiece vocabulary is not the one its rows read")
