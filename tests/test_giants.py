@@ -18,6 +18,8 @@ import torch
 
 import shoulders as sh
 from shoulders.giants import GiantError
+from shoulders.recipes.bert import BertPretrainingConfig
+from shoulders.recipes.xlnet import XLNetPretrainingConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
 import tiny_giant  # noqa: E402  (registers the "tiny-test" giant)
@@ -267,8 +269,6 @@ def test_a_late_field_keys_a_giant_only_when_it_is_set():
 
 
 def test_bert_pre_ln_is_a_late_field_of_its_own_giant():
-    from shoulders.recipes.bert import BertPretrainingConfig
-    from shoulders.recipes.xlnet import XLNetPretrainingConfig
     cpu = BertPretrainingConfig.preset("cpu")
     assert sh.giants.key("bert", cpu) == sh.giants.key("bert", scale="cpu")
     assert "norm_first" not in sh.config.key_fields(cpu), "the paper's post-LN keeps the giants trained before it"
