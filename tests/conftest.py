@@ -14,6 +14,15 @@ def one_thread():
     torch.set_num_threads(n)
 
 
+@pytest.fixture
+def two_threads():
+    """Two threads, whatever pytest-xdist left this worker: what forked workers share (shoulders.train.forked)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(n)
+
+
 def pytest_configure(config):
     """Each pytest-xdist worker takes its share of the cores (as the notebook kernels do), not all of them."""
     from shoulders.device import set_threads

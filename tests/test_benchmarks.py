@@ -240,3 +240,13 @@ def test_ulmfit_bf16_tiny():
     assert [r[1] for r in rows] == ["float32", "bf16"]  # one seed, the two arithmetics alternated
     assert all(float(r[2]) > 0 and 0 <= float(r[3]) <= 100 and float(r[4]) > 0 for r in rows)
     assert "float32 / bf16 = " in out and "native bf16: " in out
+
+
+@NO_WIKITEXT
+@pytest.mark.skipif(mirror_folder("sst-trees") is None, reason="no SST trees in the offline mirror")
+def test_parallel_runs_tiny():
+    out = run("benchmarks/parallel_runs.py", "--tiny", "--threads", "2")
+    rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| 0 | ")]
+    assert [r[1] for r in rows] == ["1", "2"]  # one pair: in order, then two forked workers
+    assert rows[0][3] == rows[1][3], "both ways must give the same dev accuracies"
+    assert "in order / side by side = " in out and "dev accuracy 0.00 points" in out

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -12,6 +14,7 @@ from shoulders.models.bert import BertConfig, BertModel
 from shoulders.recipes.finetune import (BertFinetuningConfig, FeatureBatches, accuracy, compare, describe, finetune,
                                         label_budget_curve, predict, prior_loss, record_row, rows_from_ledger,
                                         set_trainable, shoulders_table)
+from shoulders.train.forked import fork_context
 
 
 def _features(n: int = 40, seed: int = 0) -> list[dict]:
@@ -118,6 +121,36 @@ def test_finetune_learns_and_compare_builds_a_row():
     before = [p.detach().clone() for p in frozen.encoder.parameters()]
     finetune(frozen, feats, 0, cfg, steps=5, progress=False)
     assert all(torch.equal(a, p) for a, p in zip(before, frozen.encoder.parameters())), "frozen must stay fixed"
+
+
+
+@pytest.mark.skipif(fork_context() is None or sys.platform == "darwin", reason="compare forks only where it is safe")
+def test_compare_on_forked_workers_gives_the_runs_in_order_their_numbers_and_random_state(two_threads):
+    """cfg.workers=2: the encoders x seeds runs go to two forked processes; the row holds the same scores and losses
+    (to float rounding: one thread sums in another order than two), the probes' histories come back, and the random
+    state after the call is the one the runs in order leave behind (later code draws the same numbers)."""
+    cfg = BertFinetuningConfig.preset("smoke", batch_size=8, epochs=1.0, max_steps=None, min_steps=6, lr=3e-3,
+                                      scratch_lr=3e-3)
+    feats = _features(32)
+    make = lambda enc: heads.SequenceClassifier(enc, 2)  # noqa: E731  (dropout: the runs draw random numbers)
+    build = lambda: BertModel(BertConfig.named("tiny", vocab_size=20, max_len=32))  # noqa: E731
+    acc = lambda head: accuracy(head, feats, 0)  # noqa: E731
+    rows, after = {}, {}
+    for w in (1, 2):  # two workers of one thread each
+        torch.manual_seed(123)
+        rows[w] = compare(make, {"a": build, "b": build}, feats, 0, cfg.replace(workers=w), acc,
+                          {"a": 3e-3, "b": 1e-3}, metric="acc", baseline=50.0, prior=0.69, seeds=[2, 0],
+                          probe=lambda head: {"w_norm": head.classifier.weight.norm()}, probe_every=3)
+        after[w] = (torch.rand(3), np.random.rand(), random.random())
+    for e in ("a", "b"):
+        one, two = rows[1][e], rows[2][e]
+        assert one["scores"] == two["scores"] and one["steps"] == two["steps"] == 6
+        assert two["train_loss"] == pytest.approx(one["train_loss"], abs=1e-5)
+        assert [h.series("w_norm")[0].tolist() for h in two["histories"]] == [[3, 6], [3, 6]]
+    assert rows[1]["a"]["train_loss"] != rows[1]["b"]["train_loss"], "the encoders' runs must differ (their rates do)"
+    assert torch.equal(after[1][0], after[2][0]) and after[1][1:] == after[2][1:]
+    with pytest.raises(ValueError, match="workers must be positive"):
+        cfg.replace(workers=0)
 
 
 def test_config_checks_and_steps():

@@ -184,10 +184,17 @@ def test_layer_groups_and_names():
                                            ({"budgets": (300, 100)}, "budgets"),
                                            ({"unfreeze_share": 0.0}, "unfreeze_share"),
                                            ({"cut_frac": 1.0}, "cut_frac"),
-                                           ({"vocab_min_count": -1}, "vocab_min_count")])
+                                           ({"vocab_min_count": -1}, "vocab_min_count"),
+                                           ({"workers": 0}, "workers")])
 def test_config_errors_name_the_field(change, field):
     with pytest.raises(ConfigError, match=field):
         dataclasses.replace(U.ULMFiTConfig(), **change).validate()
+
+
+def test_stage_three_runs_two_at_a_time_at_cpu_only():
+    """The cpu page hands compare's runs to two forked workers; smoke (CI, beside other notebooks) and full (a GPU)
+    run them in order."""
+    assert [U.ULMFiTConfig.preset(s).finetuning().workers for s in ("smoke", "cpu", "full")] == [1, 2, 1]
 
 
 def test_features_and_stream_use_wikitext_words():

@@ -11,6 +11,7 @@ from shoulders.models import word2vec as w2v
 from shoulders.models.negative_sampling import (NegativeSampler, NegativeSampling, keep_probability,
                                                 noise_distribution, subsample)
 from shoulders.recipes import word_vectors as wv
+from shoulders.train.forked import fork_context
 
 COUNTS = torch.tensor([1000, 400, 50, 10, 3, 1])
 
@@ -259,7 +260,7 @@ def test_epoch_parts_split_the_batches():
 def test_hogwild_workers_train_one_model():
     """workers=2: a forked worker and this process update the same shared tables (Hogwild); together they read
     every epoch's words once, the rate decays over all of them, and the model learns."""
-    if wv._fork_context() is None:
+    if fork_context() is None:
         pytest.skip("no fork on this platform: workers > 1 falls back to one")
     lines = shared_context_lines(600)
     cfg = w2v.Word2VecConfig(dim=10, window=2, negatives=2, min_count=1, sample=0, epochs=10, batch_words=64,

@@ -21,15 +21,18 @@ from .._scale import scale as current_scale
 from .._seed import seed as set_seed
 from ..config import Config, ConfigError
 from ..data import sst2
+from ..device import device as default_device
 from ..evaluate import ledger
 from ..heads import Head
 from ..text import task_features
 from ..text.bert_inputs import collate
 from ..train.callbacks import Probe
+from ..train.forked import run_forked
 from ..train.history import History
 from ..train.loop import fit
 from ..train.optimizers import adamw
 from ..train.param_groups import freeze, trainable, unfreeze
+from ..train.rng import get_rng_state, set_rng_state
 from ..train.schedules import linear_warmup_decay
 
 __all__ = ["MODES", "BertFinetuningConfig", "FeatureBatches", "accuracy", "compare", "describe", "finetune",
@@ -70,6 +73,7 @@ class BertFinetuningConfig(Config):
     squad_steps: int | None = None     # updates on SQuAD (None: steps_for its windows, capped by max_steps)
     copa_train: int = 500              # of Balanced COPA's 1,000 items; the rest evaluate
     eval_limit: int | None = None      # evaluate on at most this many examples per task
+    workers: int = 1                   # compare's runs side by side in this many forked CPU processes (run_forked)
 
     page_presets: ClassVar = {
         # chapter 14's checks: which encoder's heads must fit their training labels (at smoke the one-minute
@@ -112,9 +116,9 @@ class BertFinetuningConfig(Config):
 
     def validate(self) -> None:
         if min(self.batch_size, self.max_len, self.span_max_len, self.doc_stride, self.max_query_len,
-               self.sst2_seeds, self.min_steps, self.steps_labels) < 1:
-            raise ConfigError("batch_size, max_len, span_max_len, doc_stride, max_query_len, sst2_seeds, min_steps "
-                              "and steps_labels must be positive")
+               self.sst2_seeds, self.min_steps, self.steps_labels, self.workers) < 1:
+            raise ConfigError("batch_size, max_len, span_max_len, doc_stride, max_query_len, sst2_seeds, min_steps, "
+                              "steps_labels and workers must be positive")
         if not 0.0 <= self.warmup_frac < 1.0:
             raise ConfigError(f"warmup_frac must be in [0, 1), got {self.warmup_frac}")
         if self.epochs <= 0 or (self.max_steps is not None and self.max_steps < 1) or (
@@ -275,30 +279,43 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
     e.g. ELMo's layer weights, chapter 10); each encoder's entry then also holds ``histories``, one per seed.
     ``trainers``: for an encoder named there, the function that trains its head instead of :func:`finetune` (same
     arguments; e.g. ULMFiT's gradual unfreezing, chapter 11).
+
+    With ``cfg.workers`` > 1 on the CPU the runs go to that many forked processes at once
+    (:func:`shoulders.train.forked.run_forked`), and the random state is left as the runs in order leave it. A run
+    is the same computation there, but fewer threads add its sums up in another order: a run that amplifies
+    rounding (a network from scratch, chapter 11) can end a point or two elsewhere. Each run's ``seconds`` is then
+    its own wall time on its share of the cores.
     """
     if not seeds:
         raise ValueError("compare needs at least one seed")
     row: dict[str, Any] = {"metric": metric, "baseline": float(baseline), "prior": float(prior),
                            "train examples": len(features), "seeds": [int(s) for s in seeds]}
-    for name, build in encoders.items():
-        scores, train_losses, seconds, histories = [], [], [], []
-        for s in seeds:
-            set_seed(s)
-            head = make_head(build())  # fit moves it to ``device``
-            probes = [] if probe is None else [Probe(probe, every=probe_every)]
-            train = (trainers or {}).get(name, finetune)
-            hist = train(head, features, pad_id, cfg, lr=lrs[name], steps=steps, device=device, progress=False,
-                         callbacks=probes)
-            histories.append(hist)
-            _, losses = hist.series("loss")
-            scores.append(float(score(head)))
-            train_losses.append(float(losses[-20:].mean()))
-            seconds.append(float(hist.last("time")))
+    runs = [(name, int(s)) for name in encoders for s in seeds]
+
+    def run(i: int) -> dict[str, Any]:
+        """One encoder and seed, from its own seed: the same run in a forked worker as here."""
+        name, s = runs[i]
+        set_seed(s)
+        head = make_head(encoders[name]())  # fit moves it to ``device``
+        probes = [] if probe is None else [Probe(probe, every=probe_every)]
+        train = (trainers or {}).get(name, finetune)
+        hist = train(head, features, pad_id, cfg, lr=lrs[name], steps=steps, device=device, progress=False,
+                     callbacks=probes)
+        _, losses = hist.series("loss")
+        return {"score": float(score(head)), "train_loss": float(losses[-20:].mean()),
+                "seconds": float(hist.last("time")), "steps": len(losses), "history": hist, "rng": get_rng_state()}
+
+    on_cpu = (default_device() if device is None else torch.device(device)).type == "cpu"
+    done = run_forked(run, len(runs), cfg.workers if on_cpu else 1)
+    set_rng_state(done[-1]["rng"])  # the random state the runs in order leave behind, wherever they ran
+    for name in encoders:
+        mine = [r for (n, _), r in zip(runs, done) if n == name]
+        scores = [r["score"] for r in mine]
         row[name] = {"score": sum(scores) / len(scores), "scores": scores,
-                     "train_loss": sum(train_losses) / len(train_losses), "seconds": sum(seconds) / len(seconds),
-                     "steps": len(losses)}
+                     "train_loss": sum(r["train_loss"] for r in mine) / len(mine),
+                     "seconds": sum(r["seconds"] for r in mine) / len(mine), "steps": mine[-1]["steps"]}
         if probe is not None:
-            row[name]["histories"] = histories
+            row[name]["histories"] = [r["history"] for r in mine]
     return row
 
 

@@ -20,7 +20,6 @@
 """
 from __future__ import annotations
 
-import multiprocessing
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,6 +34,7 @@ from ..evaluate.words import analogy, group_precision, word_similarity
 from ..models.fasttext import FastTextClassifier, FastTextConfig, SubwordConfig, SubwordSkipGram
 from ..models.glove import CORPORA, Cooccurrence, GloVe, GloVeConfig
 from ..models.word2vec import Word2Vec, Word2VecConfig, WordCorpus, prepare_corpus
+from ..train.forked import fork_context
 from ..train.history import History
 from ..train.loop import fit
 from ..train.progress import Tracker
@@ -73,14 +73,6 @@ def prepare(cfg: Any, lines: Iterable[Sequence[str]] | None = None) -> WordCorpu
 # -- word2vec.c's SGD (word2vec, fastText subwords) ---------------------------------------------------------------
 # per worker, in shared memory: corpus words read, summed loss, predictions, batches done
 _WORDS, _LOSS, _PREDICTIONS, _STEPS = range(4)
-
-
-def _fork_context() -> Any | None:
-    """multiprocessing's fork context where the platform has one (Linux, macOS), else ``None``."""
-    try:
-        return multiprocessing.get_context("fork")
-    except ValueError:
-        return None
 
 
 def _rate(cfg: Word2VecConfig, shared: np.ndarray, planned: int, steps: int | None) -> float:
@@ -150,7 +142,7 @@ def train_word2vec(model: nn.Module, corpus: WordCorpus, cfg: Word2VecConfig | N
         raise ValueError(f"epochs, steps and workers must be >= 1, got {epochs}, {steps}, {workers}")
     dev = torch.device(device) if device is not None else next(model.parameters()).device
     model.to(dev)
-    context = _fork_context()
+    context = fork_context()
     if workers > 1 and (dev.type != "cpu" or context is None):
         warnings.warn(f"workers={workers}: Hogwild workers need the CPU and fork; training with one", stacklevel=2)
         workers = 1
