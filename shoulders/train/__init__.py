@@ -11,6 +11,8 @@
 * :func:`discriminative_lr`, :func:`freeze`, :func:`unfreeze`, :class:`GradualUnfreezing` (ULMFiT);
 * :class:`Callback`, :class:`EarlyStopping`, :class:`Snapshots`, :class:`Probe` (log what a run should record),
   :class:`CarryState` (truncated BPTT); :func:`adamw`;
+* :func:`~shoulders.train.forked.run_forked` -- independent runs (seeds of a small network) side by side in
+  forked CPU processes that share the threads;
 * checkpoints: :func:`save_checkpoint`, :func:`load_checkpoint`, :func:`load_weights`, :func:`latest_checkpoint`;
 * errors: :class:`TrainingDiverged`, :class:`CheckpointError`.
 
