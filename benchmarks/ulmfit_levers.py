@@ -1,4 +1,4 @@
-"""Chapter 11's levers on ULMFiT's SST-2 score: more classifier updates, and the task's words in the vocabulary.
+"""Chapter 11's levers on ULMFiT's SST-2 score: classifier updates, task words, stage 2, stage 3's rate and dropout.
 
     python benchmarks/ulmfit_levers.py                  # cpu: the cached awd_lstm giant, about 30 minutes on two cores
     python benchmarks/ulmfit_levers.py --lever updates  # one lever
@@ -21,7 +21,10 @@ once, dev accuracy, seeds 0-2) with one setting changed:
 * ``rates`` -- stage 3's peak rate, for both encoders, at 1e-3, the page's 3e-3 and 1e-2, at 100, 300 and 1,000
   labels: is the page's one rate fair to both? (A pre-trained network may want a gentler rate with few labels, a
   random one a bolder one.) Choosing each encoder's best rate on the dev set that also scores it flatters both
-  alike; the gain between the two best rows is an upper bound on what rates can do for ULMFiT here.
+  alike; the gain between the two best rows is an upper bound on what rates can do for ULMFiT here;
+* ``dropout`` -- stage 3's dropouts (the head's two and the encoder's five AWD-LSTM ones, both encoders) times 0.5,
+  1 (the page) and 2 (fastai's ``drop_mult``; its IMDb classifier uses 0.5), at 100, 300 and 1,000 labels: does a
+  pre-trained encoder want less regularisation with few labels, or a random one more?
 
 Each row prints both encoders' mean (range) over the seeds, their final training loss and the gain of ULMFiT.
 """
@@ -44,6 +47,7 @@ LEVERS = {  # name: [(label budget, None = all; ULMFiTConfig overrides)]
     "vocabulary": [(n, {"vocab_min_count": k}) for n in (100, 300, 1_000) for k in (0, 2)],
     "stage-2": [(n, {"vocab_min_count": 2, "lm_epochs": 6.0}) for n in (100, 300)],
     "rates": [(n, {"lr": r, "scratch_lr": r}) for n in (100, 300, 1_000) for r in (1e-3, 3e-3, 1e-2)],
+    "dropout": [(n, {"drop_mult": m}) for n in (100, 300, 1_000) for m in (0.5, 1.0, 2.0)],
 }
 SEMI, SCRATCH = "ULMFiT", "from scratch"
 
@@ -83,8 +87,8 @@ def main() -> None:
 
     print(f"scale={scale}, threads={torch.get_num_threads()}; SST-2 dev accuracy %, mean (range) over the seeds, "
           "(final training loss)\n")
-    print("| labels | passes | updates | vocabulary | rate | ULMFiT | from scratch | gain |\n"
-          "|---|---|---|---|---|---|---|---|")
+    print("| labels | passes | updates | vocabulary | rate | dropout x | ULMFiT | from scratch | gain |\n"
+          "|---|---|---|---|---|---|---|---|---|")
     done: dict[tuple[int, str], str] = {}
     for lever in args.lever or list(LEVERS):
         for n, overrides in LEVERS[lever]:
@@ -105,6 +109,7 @@ def main() -> None:
                           prior=prior_loss([f["labels"] for f in part]), steps=ft.steps_for(len(part)),
                           seeds=range(u.seeds), trainers=trainers)
             line = (f"| {len(part):,} | {u.epochs:g} | {row[SEMI]['steps']:,} | {len(vocab):,} | {u.lr:g} | "
+                    f"{u.drop_mult:g} | "
                     + " | ".join(f"{score_text(row[k])} ({row[k]['train_loss']:.3f})" for k in (SEMI, SCRATCH))
                     + f" | {row[SEMI]['score'] - row[SCRATCH]['score']:+.1f} |")
             done[len(part), repr(u)] = line

@@ -191,6 +191,19 @@ def test_config_errors_name_the_field(change, field):
         dataclasses.replace(U.ULMFiTConfig(), **change).validate()
 
 
+def test_drop_mult_scales_the_heads_and_the_encoders_dropouts():
+    """fastai's drop_mult, a lever of benchmarks/ulmfit_levers.py: every dropout of stage 3 times one number."""
+    enc = lm()
+    same = U.classifier_maker(CFG, 2)(enc)
+    assert same.encoder.cfg is enc.cfg and [m.p for m in same.head if isinstance(m, torch.nn.Dropout)] == [0.4, 0.1]
+    half = U.classifier_maker(CFG.replace(drop_mult=0.5), 2)(lm())
+    assert [m.p for m in half.head if isinstance(m, torch.nn.Dropout)] == [0.2, 0.05]
+    assert [getattr(half.encoder.cfg, k) for k in U.DROPOUTS] == [getattr(enc.cfg, k) * 0.5 for k in U.DROPOUTS]
+    assert min(getattr(enc.cfg, k) for k in U.DROPOUTS) > 0, "the test needs every dropout on"
+    with pytest.raises(ConfigError, match="drop_mult"):
+        CFG.replace(drop_mult=0.0)
+
+
 def test_stage_three_runs_two_at_a_time_at_cpu_only():
     """The cpu page hands compare's runs to two forked workers; smoke (CI, beside other notebooks) and full (a GPU)
     run them in order."""
