@@ -1,26 +1,34 @@
 """Fixtures shared by the unit tests."""
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
+
+
+@contextlib.contextmanager
+def _threads(n: int):
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.fixture
 def one_thread():
     """Tiny models: one thread is fastest, and much faster than two on a loaded machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+    with _threads(1):
+        yield
 
 
 @pytest.fixture
 def two_threads():
     """Two threads, whatever pytest-xdist left this worker: what forked workers share (shoulders.train.forked)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(n)
+    with _threads(2):
+        yield
 
 
 def pytest_configure(config):

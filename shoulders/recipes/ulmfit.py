@@ -55,7 +55,7 @@ from ..train.param_groups import discriminative_lr, parameters_of, unfreeze
 from ..train.schedules import constant, stlr, stlr_cycles
 from .finetune import BertFinetuningConfig, FeatureBatches, compare, prior_loss
 
-__all__ = ["EOS", "Stage", "ULMFiTConfig", "classifier_features", "finetune_lm", "layer_group_names",
+__all__ = ["DROPOUTS", "EOS", "Stage", "ULMFiTConfig", "classifier_features", "finetune_lm", "layer_group_names",
            "sample_efficiency", "sst2_sentences", "task_stream", "task_vocabulary", "task_words", "train_classifier"]
 
 EOS = "<eos>"  # WikiText-2's end of line, which the giant learned to predict

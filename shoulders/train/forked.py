@@ -35,10 +35,6 @@ def fork_context() -> Any | None:
         return None
 
 
-def _start_worker(threads: int) -> None:
-    torch.set_num_threads(threads)
-
-
 def _run_job(index: int) -> Any:
     assert _JOB is not None, "a forked worker of run_forked lost its job"
     return _JOB(index)
@@ -67,7 +63,8 @@ def run_forked(job: Callable[[int], T], n: int, workers: int = 1) -> list[T]:
         raise RuntimeError("run_forked is already running in this process: its jobs cannot fork again")
     threads = max(1, torch.get_num_threads() // workers)
     _JOB = job
-    pool = ProcessPoolExecutor(min(workers, n), mp_context=context, initializer=_start_worker, initargs=(threads,))
+    pool = ProcessPoolExecutor(min(workers, n), mp_context=context, initializer=torch.set_num_threads,
+                               initargs=(threads,))
     try:
         futures = [pool.submit(_run_job, i) for i in range(n)]
         results: list[T] = []
