@@ -114,7 +114,10 @@ class ThreeWaysConfig(Config):
         # 100 updates at any rate from 3e-4 to 3e-2 (held-out 48.5-52.2; with 400 updates BERT's fits, loss 0.59,
         # and still scores 51.2), and fine-tuned whole on 600 SNLI pairs GPT, BERT and XLNet stay below the majority
         # (36.25%: 34.1, 35.9, 34.4; GPT also with 200 and 400 updates, 35.3 and 34.9, while memorising the pairs,
-        # loss 0.13-0.15); a BERT giant pre-trained four times longer (1,200 steps, 90 s, masked-LM accuracy 13.0%)
+        # loss 0.13-0.15; nor at one shared rate of 3e-4 or 3e-3 instead of the chapters', means 33.4-34.3 and
+        # 33.1-38.3, 2026-12-06), while BERT and XLNet from scratch get above it (39.5 and 43.5; GPT 35.0): the
+        # one-minute giants hurt; 2,000 pairs in 100 updates fit no network, pre-trained or not; a BERT giant
+        # pre-trained four times longer (1,200 steps, 90 s, masked-LM accuracy 13.0%)
         # leaves SNLI below it (full 34.2) and one seed of its top layer at SST-2's (mean 53.4). ``ladder_split``: the
         # WikiText-2 text the language-model ladder reads (the chapters score test only at full). ``slow_to_fit``:
         # (giant, way, task, k) that need k times the page's updates at the largest budget to fit, rerun so on the
