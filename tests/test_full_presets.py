@@ -5,8 +5,10 @@ shape, dtype or memory reason these tests could have caught. Word vectors also t
 hand-written SGD (``sgd_step``, how chapters 4 and 6 train them) at the full batch shape.
 
 Every preset fits in a few GB of CPU memory (the process peaks at ~5.5 GB, in the BERT pre-training step;
-``benchmarks/full_plan.py`` prints each run's estimate), so none needs the meta device. The file takes ~30 s on two
-cores (~50 s on a busy machine), most of it the two BERT steps (128 x 256 and 32 x 512).
+``benchmarks/full_plan.py`` prints each run's estimate), so none needs the meta device. The file takes 3.5 minutes
+on two workers of one thread each (``-n 2``, 2026-12-06: 212 s) and about 6 in the README's test command, where one
+worker runs a whole file (``--dist loadfile``); most of it is three steps: Skip-thoughts' (69 s: 2,400-unit GRUs and
+two decoders over a 20,000-word softmax), Quick-thoughts' (51 s) and Transformer-XL's (41 s); no other over 31 s.
 """
 from __future__ import annotations
 
