@@ -2,7 +2,7 @@
 
     python benchmarks/bert_giant_levers.py                  # cpu: each variant giant ~40-80 min here, once
     python benchmarks/bert_giant_levers.py --levers 1 --scratch   # one variant and the from-scratch row
-    python benchmarks/bert_giant_levers.py --tiny           # smoke giants, a few hundred labels, seconds
+    python benchmarks/bert_giant_levers.py --tiny           # smoke giants (variants: a tenth of the steps), seconds
 
 ``benchmarks/bert_all_labels.py`` varies how the cpu ``bert`` giant is fine-tuned; this script varies how it is
 pre-trained, the giant's compute held at the preset's (same model, steps, batch and lengths) unless a row says
@@ -123,6 +123,9 @@ def main() -> None:
     for i in chosen:
         name, change = LEVERS[i]
         vcfg = pcfg.replace(**change(pcfg))
+        if args.tiny and vcfg != pcfg:  # a variant only this script trains: a tenth of its steps (a test of the rows)
+            vcfg = vcfg.replace(steps=vcfg.steps // 10, warmup=vcfg.warmup // 10, eval_every=vcfg.steps // 10,
+                                snapshots=())
         tok, like, *_ = task(vcfg)
         if like.cfg != preset_network.cfg:  # another network: its own control, the same network from scratch
             what = ([f"{vcfg.vocab_size:,} pieces"] if vcfg.vocab_size != pcfg.vocab_size else []) + (
