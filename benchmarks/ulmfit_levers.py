@@ -1,4 +1,5 @@
-"""Chapter 11's levers on ULMFiT's SST-2 score: classifier updates, task words, stage 2, stage 3's rate and dropout.
+"""Chapter 11's levers on ULMFiT's SST-2 score: classifier updates, task words, stage 2, stage 3's rate and dropout,
+the text's start.
 
     python benchmarks/ulmfit_levers.py                  # cpu: the cached awd_lstm giant, about 30 minutes on two cores
     python benchmarks/ulmfit_levers.py --lever updates  # one lever
@@ -25,6 +26,9 @@ once, dev accuracy, seeds 0-2) with one setting changed:
 * ``dropout`` -- stage 3's dropouts (the head's two and the encoder's five AWD-LSTM ones, both encoders) times 0.5,
   1 (the page) and 2 (fastai's ``drop_mult``; its IMDb classifier uses 0.5), at 100, 300 and 1,000 labels: does a
   pre-trained encoder want less regularisation with few labels, or a random one more?
+* ``boundary`` -- each classifier text as the page reads it (its first word read from the LSTMs' zero state) and
+  started by ``<eos>`` (``mark_start``), the boundary the giant read before every sentence in stages 1 and 2 (the
+  authors' code starts every text with ``xxbos``), at 100, 300 and 1,000 labels, both encoders alike.
 
 Each row prints both encoders' mean (range) over the seeds, their final training loss and the gain of ULMFiT.
 """
@@ -48,6 +52,7 @@ LEVERS = {  # name: [(label budget, None = all; ULMFiTConfig overrides)]
     "stage-2": [(n, {"vocab_min_count": 2, "lm_epochs": 6.0}) for n in (100, 300)],
     "rates": [(n, {"lr": r, "scratch_lr": r}) for n in (100, 300, 1_000) for r in (1e-3, 3e-3, 1e-2)],
     "dropout": [(n, {"drop_mult": m}) for n in (100, 300, 1_000) for m in (0.5, 1.0, 2.0)],
+    "boundary": [(n, {"mark_start": m}) for n in (100, 300, 1_000) for m in (False, True)],
 }
 SEMI, SCRATCH = "ULMFiT", "from scratch"
 
@@ -79,16 +84,17 @@ def main() -> None:
             t0 = time.perf_counter()
             lm, vocab = ulmfit.task_vocabulary(lm0, giant.tokenizer, task_text, u.vocab_min_count)
             ulmfit.finetune_lm(lm, ulmfit.task_stream(task_text, vocab), u)
-            adapted[key] = (lm, vocab, ulmfit.classifier_features(train_x, train_y, vocab),
-                            ulmfit.classifier_features(dev_x, dev_y, vocab))
+            adapted[key] = (lm, vocab)
             print(f"stage 2 with {len(vocab):,} words (task words seen {u.vocab_min_count}+ times added; 0: none), "
                   f"{u.lm_epochs:g} passes, in {time.perf_counter() - t0:.0f} s", flush=True)
-        return adapted[key]
+        lm, vocab = adapted[key]
+        return (lm, vocab, ulmfit.classifier_features(train_x, train_y, vocab, mark_start=u.mark_start),
+                ulmfit.classifier_features(dev_x, dev_y, vocab, mark_start=u.mark_start))
 
     print(f"scale={scale}, threads={torch.get_num_threads()}; SST-2 dev accuracy %, mean (range) over the seeds, "
           "(final training loss)\n")
-    print("| labels | passes | updates | vocabulary | rate | dropout x | ULMFiT | from scratch | gain |\n"
-          "|---|---|---|---|---|---|---|---|---|")
+    print("| labels | passes | updates | vocabulary | rate | dropout x | text starts | ULMFiT | from scratch | gain |\n"
+          "|---|---|---|---|---|---|---|---|---|---|")
     done: dict[tuple[int, str], str] = {}
     for lever in args.lever or list(LEVERS):
         for n, overrides in LEVERS[lever]:
@@ -109,7 +115,7 @@ def main() -> None:
                           prior=prior_loss([f["labels"] for f in part]), steps=ft.steps_for(len(part)),
                           seeds=range(u.seeds), trainers=trainers)
             line = (f"| {len(part):,} | {u.epochs:g} | {row[SEMI]['steps']:,} | {len(vocab):,} | {u.lr:g} | "
-                    f"{u.drop_mult:g} | "
+                    f"{u.drop_mult:g} | {'<eos>' if u.mark_start else 'word'} | "
                     + " | ".join(f"{score_text(row[k])} ({row[k]['train_loss']:.3f})" for k in (SEMI, SCRATCH))
                     + f" | {row[SEMI]['score'] - row[SCRATCH]['score']:+.1f} |")
             done[len(part), repr(u)] = line

@@ -78,16 +78,19 @@ def test_ulmfit_levers_tiny():
     rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line[:3] in ("| 1", "| 3")]
     # 300 sentences at tiny, so the larger budgets are the same runs as a row before them (printed "as above")
     assert [r[0] for r in rows] == (["300"] * 4 + ["100", "100"] + ["300"] * 4 + ["100", "300"]
-                                    + ["100"] * 3 + ["300"] * 6 + ["100"] * 3 + ["300"] * 6)
-    assert all(0 < float(r[6].split()[0]) <= 100 and 0 < float(r[7].split()[0]) <= 100 for r in rows)
+                                    + ["100"] * 3 + ["300"] * 6 + ["100"] * 3 + ["300"] * 6
+                                    + ["100"] * 2 + ["300"] * 4)
+    assert all(0 < float(r[7].split()[0]) <= 100 and 0 < float(r[8].split()[0]) <= 100 for r in rows)
     assert [r[1] for r in rows[:4]] == ["8", "10", "8", "10"]  # the smoke preset's passes, then the lever's
     words = [int(r[3].replace(",", "")) for r in rows]
     assert words[4] < words[5] and words[6] < words[7] and words[8] < words[9]  # the giant's vocabulary, then grown
     assert words[0] == words[4] and words[10] == words[5]  # the preset keeps the giant's; the stage-2 lever grows it
     assert [r[4] for r in rows[12:21]] == ["0.001", "0.003", "0.01"] * 3  # the rates lever, both encoders at each
     assert {r[4] for r in rows[:12] + rows[21:]} == {"0.003"}  # every other lever at the page's rate
-    assert [r[5] for r in rows[21:]] == ["0.5", "1", "2"] * 3  # the dropout lever
-    assert {r[5] for r in rows[:21]} == {"1"}  # every other lever at the page's dropouts
+    assert [r[5] for r in rows[21:30]] == ["0.5", "1", "2"] * 3  # the dropout lever
+    assert {r[5] for r in rows[:21] + rows[30:]} == {"1"}  # every other lever at the page's dropouts
+    assert [r[6] for r in rows[30:]] == ["word", "<eos>"] * 3  # the boundary lever: the page's texts, then marked
+    assert {r[6] for r in rows[:30]} == {"word"}
 
 
 def test_attention_smallest():

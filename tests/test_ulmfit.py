@@ -219,6 +219,9 @@ def test_features_and_stream_use_wikitext_words():
     f = U.classifier_features(["It does n't work .", "Unheard-of"], [1, 0], vocab)
     assert f[0]["input_ids"] == vocab.encode(["It", "doesn", "'t", "work", "."]) and f[0]["labels"] == 1
     assert f[1]["input_ids"] == [vocab.unk_id] * 3
+    marked = U.classifier_features(["It does n't work ."], [1], vocab, mark_start=True)[0]  # the boundary first
+    assert marked["input_ids"] == vocab.encode(["<eos>", "It", "doesn", "'t", "work", "."])
+    assert marked["token_type_ids"] == [0] * 6
     with pytest.raises(ValueError, match="labels"):
         U.classifier_features(["a"], [0, 1], vocab)
 

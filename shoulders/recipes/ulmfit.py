@@ -22,7 +22,10 @@ on SST-2 that cost 3 points at 300 labels; stage 2 keeps the paper's discriminat
 stages are a share of the updates (``unfreeze_share``), not one epoch each, so a budget of 100 labels still gets
 several updates per stage. (3) The classifier reads the giant's vocabulary (a word WikiText-2 lacks is its
 ``<unk>``); the authors' code builds the task's vocabulary instead, which :func:`task_vocabulary` does when
-``vocab_min_count`` is set: at our scale it moved the gain by a point either way (chapter 11).
+``vocab_min_count`` is set: at our scale it moved the gain by a point either way (chapter 11). (4) A classifier
+text starts at its first word; the authors' code starts each with a marker (``xxbos``), which ``mark_start`` does
+with the giant's ``<eos>``: measured in chapter 11, it moved ULMFiT's gain by a point either way (+3.1 / +3.9 / -1.7
+at 100 / 300 / 1,000 labels against +2.0 / +3.2 / -0.8).
 """
 from __future__ import annotations
 
@@ -76,6 +79,10 @@ class ULMFiTConfig(Config):
     # vocabulary, 2026-12-04): 2 lifts the gain at 300 labels from +3.1 to +4.1 and lowers it at 1,000 from -2.0 to
     # -3.0, so the page keeps 0
     vocab_min_count: int = 0
+    # the classifier's texts start with <eos> (classifier_features' mark_start), as the authors' code starts each
+    # with xxbos. Off on the page: measured at cpu (benchmarks/ulmfit_levers.py --lever boundary, seeds 0-2,
+    # 2026-12-06), ULMFiT's gain +3.1 / +3.9 / -1.7 at 100 / 300 / 1,000 labels against +2.0 / +3.2 / -0.8 without
+    mark_start: bool = False
     # stage 2: the target-task language model
     lm_lr: float = 4e-3
     lm_epochs: float = 2.0
@@ -231,17 +238,21 @@ def task_vocabulary(lm: AWDLSTM, vocab: Vocab, sentences: Sequence[str], min_cou
 
 
 def classifier_features(sentences: Sequence[str], labels: Sequence[int], vocab: Vocab,
-                        texts_b: Sequence[str] | None = None) -> list[dict[str, Any]]:
+                        texts_b: Sequence[str] | None = None, mark_start: bool = False) -> list[dict[str, Any]]:
     """One feature per sentence for :class:`~shoulders.models.ulmfit.PoolingClassifier` (the batches of
     :func:`shoulders.text.bert_inputs.collate`): its word ids in the giant's vocabulary and its label. With
     ``texts_b`` (a pair task such as SNLI, chapter 16) the second text follows the first after ``<eos>``, the
-    sentence boundary the giant read in WikiText; ``token_type_ids`` mark it 1."""
+    sentence boundary the giant read in WikiText; ``token_type_ids`` mark it 1. ``mark_start``: the text starts
+    with ``<eos>`` too, so the encoder reads its first word after the boundary it saw before every sentence in
+    stages 1 and 2 (the authors' code starts every text with its own marker, ``xxbos``); without it the first
+    word is read from the LSTMs' zero state."""
     if len(sentences) != len(labels) or (texts_b is not None and len(texts_b) != len(sentences)):
         raise ValueError(f"{len(sentences)} sentences but {len(labels)} labels"
                          + ("" if texts_b is None else f" and {len(texts_b)} second texts"))
+    start = vocab.encode([EOS]) if mark_start else []
     out = []
     for i, (s, y) in enumerate(zip(sentences, labels)):
-        ids = vocab.encode(task_words(s)) or [vocab.unk_id]
+        ids = start + (vocab.encode(task_words(s)) or [vocab.unk_id])
         second = [] if texts_b is None else vocab.encode([EOS, *task_words(texts_b[i])])
         out.append({"input_ids": ids + second, "token_type_ids": [0] * len(ids) + [1] * len(second),
                     "labels": int(y)})
