@@ -28,7 +28,9 @@ once, dev accuracy, seeds 0-2) with one setting changed:
   pre-trained encoder want less regularisation with few labels, or a random one more?
 * ``boundary`` -- each classifier text as the page reads it (its first word read from the LSTMs' zero state) and
   started by ``<eos>`` (``mark_start``), the boundary the giant read before every sentence in stages 1 and 2 (the
-  authors' code starts every text with ``xxbos``), at 100, 300 and 1,000 labels, both encoders alike.
+  authors' code starts every text with ``xxbos``), at 100, 300 and 1,000 labels, both encoders alike;
+* ``authors-text`` -- both of what the authors' code does to the text, the task's vocabulary (``vocabulary``) and
+  a marked start (``boundary``), at 100, 300 and 1,000 labels.
 
 Each row prints both encoders' mean (range) over the seeds, their final training loss and the gain of ULMFiT.
 """
@@ -53,6 +55,7 @@ LEVERS = {  # name: [(label budget, None = all; ULMFiTConfig overrides)]
     "rates": [(n, {"lr": r, "scratch_lr": r}) for n in (100, 300, 1_000) for r in (1e-3, 3e-3, 1e-2)],
     "dropout": [(n, {"drop_mult": m}) for n in (100, 300, 1_000) for m in (0.5, 1.0, 2.0)],
     "boundary": [(n, {"mark_start": m}) for n in (100, 300, 1_000) for m in (False, True)],
+    "authors-text": [(n, {"vocab_min_count": 2, "mark_start": True}) for n in (100, 300, 1_000)],
 }
 SEMI, SCRATCH = "ULMFiT", "from scratch"
 

@@ -79,7 +79,7 @@ def test_ulmfit_levers_tiny():
     # 300 sentences at tiny, so the larger budgets are the same runs as a row before them (printed "as above")
     assert [r[0] for r in rows] == (["300"] * 4 + ["100", "100"] + ["300"] * 4 + ["100", "300"]
                                     + ["100"] * 3 + ["300"] * 6 + ["100"] * 3 + ["300"] * 6
-                                    + ["100"] * 2 + ["300"] * 4)
+                                    + ["100"] * 2 + ["300"] * 4 + ["100", "300", "300"])
     assert all(0 < float(r[7].split()[0]) <= 100 and 0 < float(r[8].split()[0]) <= 100 for r in rows)
     assert [r[1] for r in rows[:4]] == ["8", "10", "8", "10"]  # the smoke preset's passes, then the lever's
     words = [int(r[3].replace(",", "")) for r in rows]
@@ -89,8 +89,9 @@ def test_ulmfit_levers_tiny():
     assert {r[4] for r in rows[:12] + rows[21:]} == {"0.003"}  # every other lever at the page's rate
     assert [r[5] for r in rows[21:30]] == ["0.5", "1", "2"] * 3  # the dropout lever
     assert {r[5] for r in rows[:21] + rows[30:]} == {"1"}  # every other lever at the page's dropouts
-    assert [r[6] for r in rows[30:]] == ["word", "<eos>"] * 3  # the boundary lever: the page's texts, then marked
+    assert [r[6] for r in rows[30:36]] == ["word", "<eos>"] * 3  # the boundary lever: the page's texts, then marked
     assert {r[6] for r in rows[:30]} == {"word"}
+    assert {r[6] for r in rows[36:]} == {"<eos>"} and words[36] == words[5]  # authors-text: marked, grown
 
 
 def test_attention_smallest():
