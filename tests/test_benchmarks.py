@@ -257,3 +257,15 @@ def test_parallel_runs_tiny():
     assert [r[1] for r in rows] == ["1", "2"]  # one pair: in order, then two forked workers
     assert rows[0][3] == rows[1][3], "both ways must give the same dev accuracies"
     assert "in order / side by side = " in out and "dev accuracy 0.00 points" in out
+
+
+@NO_WIKITEXT
+@pytest.mark.skipif(mirror_folder("sst-trees") is None, reason="no SST trees in the offline mirror")
+def test_parallel_runs_stage_2_tiny():
+    out = run("benchmarks/parallel_runs.py", "--tiny", "--stage", "2", "--threads", "2")
+    rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| 0 | ")]
+    assert [r[1] for r in rows] == ["1", "2"]  # one pair: in order, then two forked workers
+    ppl = [[float(p.rsplit(" ", 1)[1]) for p in r[3].split("; ")] for r in rows]
+    assert len(ppl[0]) == 2 and ppl[0][0] != ppl[0][1], "the two ablations must train differently"
+    assert max(abs(a - b) for a, b in zip(*ppl)) < 0.05, f"in order and side by side must agree: {ppl}"
+    assert "in order / side by side = " in out

@@ -3,6 +3,7 @@ gradients only through the last max_len tokens, consecutive layer groups' rates 
 under gradual unfreezing only the top k groups change in stage k, and stage 2 lowers the task text's perplexity."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from shoulders import seed as sh_seed
 from shoulders.config import ConfigError
 from shoulders.models.awd_lstm import AWDLSTMConfig
 from shoulders.models.ulmfit import PoolingClassifier, concat_pool
@@ -124,6 +126,28 @@ class Params(Callback):
 
     def on_step_end(self, run, logs):
         self.after.append({k: v.detach().clone() for k, v in run.model.named_parameters()})
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_finetune_lms_runs_each_stage_2_from_its_seed_and_leaves_the_start(two_threads, workers):
+    """Several stage 2s at once (in order, or two forked workers): each equals finetune_lm run alone from the same
+    seed, the start is unchanged, and the ablation's switch still changes its run."""
+    start = lm(alpha=0.0, beta=0.0)  # dropouts on: the seed must fix their masks
+    before = copy.deepcopy(start.state_dict())
+    cfg = dataclasses.replace(CFG, workers=workers)
+    runs = {"page": {}, "flat": {"discriminative": False}}
+    tuned = U.finetune_lms({name: (start, stream(), kw) for name, kw in runs.items()}, cfg, seed=3)
+    assert all(torch.equal(before[k], v) for k, v in start.state_dict().items()), "the start must stay as it was"
+    for name, kwargs in runs.items():
+        alone = copy.deepcopy(start)
+        sh_seed(3)
+        U.finetune_lm(alone, stream(), cfg, **kwargs)
+        got = tuned[name][0].state_dict()
+        assert not tuned[name][0].training
+        for k, v in alone.state_dict().items():
+            torch.testing.assert_close(got[k], v, rtol=1e-5, atol=1e-6, msg=f"{name}: {k}")
+    page, flat = (tuned[n][0].state_dict() for n in runs)
+    assert any(not torch.allclose(page[k], flat[k]) for k in page), "discriminative=False must change the run"
 
 
 def test_under_gradual_unfreezing_stage_k_changes_only_the_top_k_groups(one_thread):

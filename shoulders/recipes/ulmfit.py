@@ -41,8 +41,10 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from .._seed import seed as set_seed
 from ..config import Config, ConfigError
 from ..data.sentiment import sst_trees
+from ..device import device as default_device
 from ..evaluate.perplexity import perplexity
 from ..models.awd_lstm import AWDLSTM
 from ..models.ulmfit import PoolingClassifier
@@ -51,15 +53,18 @@ from ..text.tokenize import ptb_to_wikitext
 from ..text.vocab import Vocab
 from ..train.bptt import CarryState
 from ..train.callbacks import Callback, GradualUnfreezing
+from ..train.forked import run_forked
 from ..train.history import History
 from ..train.loop import fit
 from ..train.optimizers import adamw
 from ..train.param_groups import discriminative_lr, parameters_of, unfreeze
+from ..train.rng import get_rng_state, set_rng_state
 from ..train.schedules import constant, stlr, stlr_cycles
 from .finetune import BertFinetuningConfig, FeatureBatches, compare, prior_loss
 
-__all__ = ["DROPOUTS", "EOS", "Stage", "ULMFiTConfig", "classifier_features", "finetune_lm", "layer_group_names",
-           "sample_efficiency", "sst2_sentences", "task_stream", "task_vocabulary", "task_words", "train_classifier"]
+__all__ = ["DROPOUTS", "EOS", "Stage", "ULMFiTConfig", "classifier_features", "finetune_lm", "finetune_lms",
+           "layer_group_names", "sample_efficiency", "sst2_sentences", "task_stream", "task_vocabulary", "task_words",
+           "train_classifier"]
 
 EOS = "<eos>"  # WikiText-2's end of line, which the giant learned to predict
 DROPOUTS = ("dropout", "dropout_e", "dropout_i", "dropout_h", "wdrop")  # the AWD-LSTM's, scaled by drop_mult
@@ -313,6 +318,39 @@ def finetune_lm(lm: AWDLSTM, stream: LMStream, cfg: ULMFiTConfig, *, discriminat
                   progress=progress)
     lm.cpu().eval()
     return Stage("stage 2: target-task LM", history, owners)
+
+
+def finetune_lms(runs: Mapping[Any, tuple[AWDLSTM, LMStream, Mapping[str, Any]]], cfg: ULMFiTConfig, *,
+                 seed: int = 0, device: Any = None) -> dict[Any, tuple[AWDLSTM, Stage]]:
+    """Stage 2 for several language models at once, e.g. an ablation's variants: ``runs`` maps a name to the LM to
+    start from (left unchanged), the task's stream, and :func:`finetune_lm`'s keyword arguments for that run
+    (``{"discriminative": False}``). Returns each name's fine-tuned LM (on the CPU, in eval mode) and its
+    :class:`Stage`.
+
+    Every run starts from ``seed``: the same windows, window lengths and dropout masks for each, so two runs differ
+    only in what their start and arguments change. On the CPU ``cfg.workers`` runs go side by side in forked
+    processes (:func:`shoulders.train.forked.run_forked`; measured in ``benchmarks/parallel_runs.py --stage 2``),
+    each sending back its weights, and the random state is left as the runs in order leave it; elsewhere, or with
+    one worker, they run in order here."""
+    names = list(runs)
+
+    def run(i: int) -> tuple[dict[str, torch.Tensor], Stage, Any]:
+        start, stream, kwargs = runs[names[i]]
+        set_seed(seed)
+        lm = copy.deepcopy(start)
+        stage = finetune_lm(lm, stream, cfg, device=device, **kwargs)
+        return lm.state_dict(), stage, get_rng_state()
+
+    on_cpu = (default_device() if device is None else torch.device(device)).type == "cpu"
+    done = run_forked(run, len(names), cfg.workers if on_cpu else 1)
+    if done:
+        set_rng_state(done[-1][2])  # the random state the runs in order leave behind, wherever they ran
+    tuned = {}
+    for name, (state, stage, _) in zip(names, done):
+        lm = copy.deepcopy(runs[name][0]).cpu()
+        lm.load_state_dict(state)
+        tuned[name] = (lm.eval(), stage)
+    return tuned
 
 
 def task_perplexity(lm: AWDLSTM, stream: LMStream, batch_size: int = 16) -> float:
