@@ -120,10 +120,11 @@ class ULMFiTConfig(Config):
     budgets: tuple[int, ...] = (100, 300, 1_000)  # label budgets of the sample-efficiency curve (all labels added)
     ablation_labels: int = 300    # the label budget of the ablations (one of budgets)
     eval_limit: int | None = None
-    # stage 3's runs (encoders x seeds) side by side in this many forked CPU processes, the threads shared among
-    # them (shoulders.train.forked.run_forked). An AWD-LSTM of batch 64 keeps two threads only partly busy: a row of
-    # six runs finishes 1.17x sooner two at a time on one thread each (benchmarks/parallel_runs.py, 2026-12-06). The
-    # ULMFiT runs end the same to the digit; a network from scratch, summed in another order, up to 2 points apart
+    # stage 3's runs (encoders x seeds) and finetune_lms's stage 2s side by side in this many forked CPU processes,
+    # the threads shared among them (shoulders.train.forked.run_forked). An AWD-LSTM keeps two threads only partly
+    # busy: a row of six classifier runs finishes 1.17x sooner two at a time on one thread each, two stage 2s 1.18x
+    # (benchmarks/parallel_runs.py [--stage 2], 2026-12-06). The ULMFiT runs and the stage 2s end the same to the
+    # digit; a classifier from scratch, summed in another order, up to 2 points apart
     workers: int = 1
 
     page_presets: ClassVar = {

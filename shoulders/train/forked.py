@@ -2,7 +2,8 @@
 
 A recurrent network of a few million weights keeps two cores only partly busy: chapter 11's six classifier runs of
 a label budget (two networks, three seeds) finish 1.17x sooner two at a time on one thread each than in order on
-two threads (``benchmarks/parallel_runs.py``, 2-core CPU, 2026-12-06). So :func:`run_forked` hands independent jobs
+two threads, and two of its stage-2 language-model runs 1.18x sooner (``benchmarks/parallel_runs.py [--stage 2]``,
+2-core CPU, 2026-12-06). So :func:`run_forked` hands independent jobs
 to ``workers`` forked processes, each with its share of the threads.
 
 Fork, not spawn: a job is any callable -- a closure over a notebook's data and models -- and a forked child sees
