@@ -79,8 +79,9 @@ def test_ulmfit_levers_tiny():
     # 300 sentences at tiny, so the larger budgets are the same runs as a row before them (printed "as above")
     assert [r[0] for r in rows] == (["300"] * 4 + ["100", "100"] + ["300"] * 4 + ["100", "300"]
                                     + ["100"] * 3 + ["300"] * 6 + ["100"] * 3 + ["300"] * 6
-                                    + ["100"] * 2 + ["300"] * 4 + ["100", "300", "300"])
-    assert all(0 < float(r[7].split()[0]) <= 100 and 0 < float(r[8].split()[0]) <= 100 for r in rows)
+                                    + ["100"] * 2 + ["300"] * 4 + ["100", "300", "300"]
+                                    + ["100"] * 2 + ["300"] * 4)
+    assert all(0 < float(r[8].split()[0]) <= 100 and 0 < float(r[9].split()[0]) <= 100 for r in rows)
     assert [r[1] for r in rows[:4]] == ["8", "10", "8", "10"]  # the smoke preset's passes, then the lever's
     words = [int(r[3].replace(",", "")) for r in rows]
     assert words[4] < words[5] and words[6] < words[7] and words[8] < words[9]  # the giant's vocabulary, then grown
@@ -91,7 +92,11 @@ def test_ulmfit_levers_tiny():
     assert {r[5] for r in rows[:21] + rows[30:]} == {"1"}  # every other lever at the page's dropouts
     assert [r[6] for r in rows[30:36]] == ["word", "<eos>"] * 3  # the boundary lever: the page's texts, then marked
     assert {r[6] for r in rows[:30]} == {"word"}
-    assert {r[6] for r in rows[36:]} == {"<eos>"} and words[36] == words[5]  # authors-text: marked, grown
+    assert {r[6] for r in rows[36:39]} == {"<eos>"} and words[36] == words[5]  # authors-text: marked, grown
+    assert {r[7] for r in rows[:39]} == {"200"}  # the smoke giant's steps, except in the pretraining lever:
+    assert [r[7] for r in rows[39:]] == ["200", "400"] * 3  # the page's giant, then one of twice its steps
+    assert [r[9] for r in rows[39:41]] == [rows[39][9]] * 2, "from scratch must not depend on the giant"
+    assert rows[39][8] != rows[40][8] or rows[39][10] != rows[40][10], "the longer giant must change ULMFiT's run"
 
 
 def test_attention_smallest():
