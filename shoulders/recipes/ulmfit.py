@@ -140,7 +140,8 @@ class ULMFiTConfig(Config):
         # all labels, +0.3; 300 updates at 1,000 labels, -1.1), so the page keeps three passes; nor does the rate
         # (--lever rates, 2026-12-05: each encoder at its best of 1e-3 / 3e-3 / 1e-2 on dev, +2.0 at 100, +3.1 at
         # 300, -1.1 at 1,000), nor stage 3's dropout (--lever dropout, 2026-12-06: each at its best of drop_mult
-        # 0.5 / 1 / 2, +2.3 at 100, +3.2 at 300, -1.5 at 1,000)
+        # 0.5 / 1 / 2, +2.3 at 100, +3.2 at 300, -1.5 at 1,000), nor a giant of twice the steps (--lever
+        # pretraining, 2026-12-06: perplexity 106.0 vs 117.4; +1.9 / +2.6 / -1.3 vs +2.0 / +3.2 / -0.8)
         "cpu": dict(over_majority=20.0, few_labels_gain=2.0, pretraining_helps=True, beats_spread=False),
         "full": dict(over_majority=25.0, few_labels_gain=5.0, pretraining_helps=True, beats_spread=True),
     }
