@@ -21,18 +21,16 @@ from .._scale import scale as current_scale
 from .._seed import seed as set_seed
 from ..config import Config, ConfigError
 from ..data import sst2
-from ..device import device as default_device
 from ..evaluate import ledger
 from ..heads import Head
 from ..text import task_features
 from ..text.bert_inputs import collate
 from ..train.callbacks import Probe
-from ..train.forked import run_forked
+from ..train.forked import run_seeded_runs
 from ..train.history import History
 from ..train.loop import fit
 from ..train.optimizers import adamw
 from ..train.param_groups import freeze, trainable, unfreeze
-from ..train.rng import get_rng_state, set_rng_state
 from ..train.schedules import linear_warmup_decay
 
 __all__ = ["MODES", "BertFinetuningConfig", "FeatureBatches", "accuracy", "compare", "describe", "finetune",
@@ -303,11 +301,9 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
                      callbacks=probes)
         _, losses = hist.series("loss")
         return {"score": float(score(head)), "train_loss": float(losses[-20:].mean()),
-                "seconds": float(hist.last("time")), "steps": len(losses), "history": hist, "rng": get_rng_state()}
+                "seconds": float(hist.last("time")), "steps": len(losses), "history": hist}
 
-    on_cpu = (default_device() if device is None else torch.device(device)).type == "cpu"
-    done = run_forked(run, len(runs), cfg.workers if on_cpu else 1)
-    set_rng_state(done[-1]["rng"])  # the random state the runs in order leave behind, wherever they ran
+    done = run_seeded_runs(run, len(runs), cfg.workers, device=device)
     for name in encoders:
         mine = [r for (n, _), r in zip(runs, done) if n == name]
         scores = [r["score"] for r in mine]

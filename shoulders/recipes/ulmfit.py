@@ -44,7 +44,6 @@ from torch import nn
 from .._seed import seed as set_seed
 from ..config import Config, ConfigError
 from ..data.sentiment import sst_trees
-from ..device import device as default_device
 from ..evaluate.perplexity import perplexity
 from ..models.awd_lstm import AWDLSTM
 from ..models.ulmfit import PoolingClassifier
@@ -53,12 +52,11 @@ from ..text.tokenize import ptb_to_wikitext
 from ..text.vocab import Vocab
 from ..train.bptt import CarryState
 from ..train.callbacks import Callback, GradualUnfreezing
-from ..train.forked import run_forked
+from ..train.forked import run_seeded_runs
 from ..train.history import History
 from ..train.loop import fit
 from ..train.optimizers import adamw
 from ..train.param_groups import discriminative_lr, parameters_of, unfreeze
-from ..train.rng import get_rng_state, set_rng_state
 from ..train.schedules import constant, stlr, stlr_cycles
 from .finetune import BertFinetuningConfig, FeatureBatches, compare, prior_loss
 
@@ -336,19 +334,16 @@ def finetune_lms(runs: Mapping[Any, tuple[AWDLSTM, LMStream, Mapping[str, Any]]]
     one worker, they run in order here."""
     names = list(runs)
 
-    def run(i: int) -> tuple[dict[str, torch.Tensor], Stage, Any]:
+    def run(i: int) -> tuple[dict[str, torch.Tensor], Stage]:
         start, stream, kwargs = runs[names[i]]
         set_seed(seed)
         lm = copy.deepcopy(start)
         stage = finetune_lm(lm, stream, cfg, device=device, **kwargs)
-        return lm.state_dict(), stage, get_rng_state()
+        return lm.state_dict(), stage
 
-    on_cpu = (default_device() if device is None else torch.device(device)).type == "cpu"
-    done = run_forked(run, len(names), cfg.workers if on_cpu else 1)
-    if done:
-        set_rng_state(done[-1][2])  # the random state the runs in order leave behind, wherever they ran
+    done = run_seeded_runs(run, len(names), cfg.workers, device=device)
     tuned = {}
-    for name, (state, stage, _) in zip(names, done):
+    for name, (state, stage) in zip(names, done):
         lm = copy.deepcopy(runs[name][0]).cpu()
         lm.load_state_dict(state)
         tuned[name] = (lm.eval(), stage)

@@ -12,7 +12,8 @@
 * :class:`Callback`, :class:`EarlyStopping`, :class:`Snapshots`, :class:`Probe` (log what a run should record),
   :class:`CarryState` (truncated BPTT); :func:`adamw`;
 * :func:`~shoulders.train.forked.run_forked` -- independent runs (seeds of a small network) side by side in
-  forked CPU processes that share the threads;
+  forked CPU processes that share the threads; :func:`~shoulders.train.forked.run_seeded_runs` for training runs
+  that seed themselves (forked only on the CPU, the random state left as in order);
 * checkpoints: :func:`save_checkpoint`, :func:`load_checkpoint`, :func:`load_weights`, :func:`latest_checkpoint`;
 * errors: :class:`TrainingDiverged`, :class:`CheckpointError`.
 

@@ -22,7 +22,10 @@ from typing import Any, TypeVar
 
 import torch
 
-__all__ = ["fork_context", "run_forked"]
+from ..device import device as default_device
+from .rng import get_rng_state, set_rng_state
+
+__all__ = ["fork_context", "run_forked", "run_seeded_runs"]
 
 T = TypeVar("T")
 _JOB: Callable[[int], Any] | None = None  # the job of the running call, inherited by its forked workers
@@ -83,3 +86,18 @@ def run_forked(job: Callable[[int], T], n: int, workers: int = 1) -> list[T]:
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         _JOB = None
+
+
+def run_seeded_runs(job: Callable[[int], T], n: int, workers: int = 1, *, device: Any = None) -> list[T]:
+    """:func:`run_forked` for training runs that each seed themselves and train on ``device`` (default: the book's
+    device): forked only when that device is the CPU, and afterwards the random state here is the one the runs in
+    order leave behind, wherever they ran -- so what a caller draws next does not depend on ``workers``."""
+    on_cpu = (default_device() if device is None else torch.device(device)).type == "cpu"
+
+    def with_state(i: int) -> tuple[T, Any]:
+        return job(i), get_rng_state()
+
+    done = run_forked(with_state, n, workers if on_cpu else 1)
+    if done:
+        set_rng_state(done[-1][1])
+    return [result for result, _ in done]
