@@ -84,11 +84,16 @@ def main() -> None:
     d_score = max(abs(x - y) for a in rows[1] for b in rows[2] for e in encoders
                   for x, y in zip(a[e]["scores"], b[e]["scores"]))
     d_loss = max(abs(a[e]["train_loss"] - b[e]["train_loss"]) for a in rows[1] for b in rows[2] for e in encoders)
+    print_speed(seconds)
+    print(f"largest difference between the two: dev accuracy {d_score:.2f} points, mean training loss {d_loss:.1e} "
+          "(one thread sums in another order than two)")
+
+
+def print_speed(seconds: dict[int, list[float]]) -> None:
+    """Each way's median and minimum wall time, and their ratio in order / side by side."""
     med = {w: statistics.median(v) for w, v in seconds.items()}
     print("\n" + "; ".join(f"workers={w}: median {med[w]:.1f} s, min {min(seconds[w]):.1f} s" for w in WORKERS)
           + f"; in order / side by side = {med[1] / med[2]:.2f}x (min {min(seconds[1]) / min(seconds[2]):.2f}x)")
-    print(f"largest difference between the two: dev accuracy {d_score:.2f} points, mean training loss {d_loss:.1e} "
-          "(one thread sums in another order than two)")
 
 
 def stage_2(lm0: AWDLSTM, vocab: sh.text.Vocab, ucfg: ulmfit.ULMFiTConfig, args: argparse.Namespace) -> None:
@@ -113,10 +118,8 @@ def stage_2(lm0: AWDLSTM, vocab: sh.text.Vocab, ucfg: ulmfit.ULMFiTConfig, args:
             ppls[w].append([ulmfit.task_perplexity(lm, held_out) for lm, _ in tuned.values()])
             print(f"| {rep} | {w} | {seconds[w][-1]:.1f} | "
                   + "; ".join(f"{name} {p:.2f}" for name, p in zip(runs, ppls[w][-1])) + " |", flush=True)
-    med = {w: statistics.median(v) for w, v in seconds.items()}
     d_ppl = max(abs(x - y) for a in ppls[1] for b in ppls[2] for x, y in zip(a, b))
-    print("\n" + "; ".join(f"workers={w}: median {med[w]:.1f} s, min {min(seconds[w]):.1f} s" for w in WORKERS)
-          + f"; in order / side by side = {med[1] / med[2]:.2f}x (min {min(seconds[1]) / min(seconds[2]):.2f}x)")
+    print_speed(seconds)
     print(f"largest difference between the two: held-out perplexity {d_ppl:.2f} (one thread sums in another order "
           "than two)")
 
