@@ -149,7 +149,7 @@ def against_kenlm(train, test, programs: dict[str, str], repeats: int, memory: s
             t_write, _ = timed(lambda: ngram.write_arpa(lm, tmp / "ours.arpa"))
             t_score, ppl["ours"] = timed(lambda: lm.perplexity(test))
             size_ours = (tmp / "ours.arpa").stat().st_size
-            del lm
+            lm = None  # freed before KenLM runs (a del here hides lm from the lambdas above, for linters)
             # KenLM: the whole lmplz run (count, estimate, write its ARPA), then query on the binary model
             with open(tmp / "train.txt", "rb") as src, open(tmp / "lmplz.arpa", "wb") as dst:
                 t_lmplz, (code, err, rss) = timed(lambda: run_watched(

@@ -83,7 +83,8 @@ def device() -> torch.device:
             raise DeviceError(f"{ENV_VAR}={wanted!r} is not a device name (try cpu, cuda, cuda:0 or mps)") from err
         if not _available(dev.type):
             raise DeviceError(
-                f"{ENV_VAR}={wanted!r} but this machine has no {dev.type} device; unset {ENV_VAR} to choose automatically"
+                f"{ENV_VAR}={wanted!r} but this machine has no {dev.type} device; "
+                f"unset {ENV_VAR} to choose automatically"
             )
         if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
             raise DeviceError(f"{ENV_VAR}={wanted!r} but only {torch.cuda.device_count()} CUDA device(s) exist")

@@ -227,7 +227,8 @@ def die_on(owner: object, name: str, when: Callable[..., bool] = lambda *a, **k:
 
 
 # ------------------------------------------------------------------------------- 1-2: kills, nothing partial
-def test_kill_during_download_leaves_nothing_partial(server: Server, cache: Path, fault_tally) -> None:
+def test_kill_during_download_leaves_nothing_partial(server: Server, cache: Path,  # noqa: F811 (a fixture)
+                                                      fault_tally) -> None:
     """Promise 1: a process SIGKILLed at a random moment of a download (the server sends 16 kB every 10 ms, and
     the kill comes 0-0.25 s after the request arrives: mid-transfer, or later in extract, verify or publish)."""
     rng = random.Random(18_001)
@@ -522,7 +523,8 @@ def test_cache_setting_that_is_a_file_or_under_a_file(tmp_path: Path, monkeypatc
     fault_tally.add("data: hostile environment", faults=2, runs=2)
 
 
-def test_cache_setting_missing_folder_is_created_and_empty_means_unset(tmp_path: Path, dead_url: str,
+def test_cache_setting_missing_folder_is_created_and_empty_means_unset(tmp_path: Path,
+                                                                       dead_url: str,  # noqa: F811 (a fixture)
                                                                        monkeypatch: pytest.MonkeyPatch,
                                                                        fault_tally) -> None:
     """Promise 5: a missing cache folder is created (parents too); an empty or blank SHOULDERS_DATA counts as
@@ -623,7 +625,8 @@ def test_mirror_setting(setting: str, tmp_path: Path, cache: Path, monkeypatch: 
 
 
 @pytest.mark.parametrize("value", ["abc", "0", "-5", "nan", "inf", "1e400", "10s"])
-def test_download_timeout_setting_is_validated(value: str, server: Server, cache: Path,
+def test_download_timeout_setting_is_validated(value: str, server: Server,  # noqa: F811 (a fixture)
+                                               cache: Path,
                                                monkeypatch: pytest.MonkeyPatch, fault_tally) -> None:
     """Promise 5 (issue 18, item 8): SHOULDERS_DOWNLOAD_TIMEOUT must be a positive number of seconds; anything else
     is a DownloadError naming the variable and the value (empty counts as unset; a good value is used)."""

@@ -72,7 +72,8 @@ def test_vendored_files_are_the_pinned_ones_and_small():
         listed[name] = digest
     on_disk = {p.relative_to(VENDOR).as_posix() for p in VENDOR.rglob("*") if p.is_file()} - {"SHA256SUMS"}
     assert set(listed) == on_disk, f"SHA256SUMS and the folder differ: re-run scripts/vendor_mathjax.sh " \
-                                   f"(unlisted {sorted(on_disk - set(listed))}, missing {sorted(set(listed) - on_disk)})"
+                                   f"(unlisted {sorted(on_disk - set(listed))}, " \
+                                   f"missing {sorted(set(listed) - on_disk)})"
     for name, digest in listed.items():
         data = (VENDOR / name).read_bytes()
         assert hashlib.sha256(data).hexdigest() == digest, f"{name} differs from SHA256SUMS: re-run the vendor script"

@@ -108,7 +108,8 @@ def test_window_language_models_name_bad_contexts_and_targets(cfg):
     k = cfg.n - 1
     with pytest.raises(ValueError, match=r"x holds ids from .* but must lie in \[0, 50\)"):
         model(x + 100, y)
-    with pytest.raises(ValueError, match=rf"x must hold {k} ids per row \(the model's window\), got shape \(2, {k + 1}\)"):
+    with pytest.raises(ValueError,
+                       match=rf"x must hold {k} ids per row \(the model's window\), got shape \(2, {k + 1}\)"):
         model(torch.cat([x, x[:, :1]], 1), y)
     with pytest.raises(TypeError, match="x must hold integer token ids"):
         model(x.float(), y)

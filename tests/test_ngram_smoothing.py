@@ -84,7 +84,8 @@ def test_kneser_ney_by_hand():
     lm = ngram.NGramLM(counts, 2, "kn", discount=0.5)
     vp = len(counts.vocab) - 1  # <unk> a b c <eos>
     # continuation unigram: N1+(. w) over bigram types {<s> a, a b, <s> c, c b, b <eos>}: a 1, b 2, c 1, <eos> 1
-    uni = {w: max(c - 0.5, 0) / 5 + 0.5 * 4 / 5 / vp for w, c in {"a": 1, "b": 2, "c": 1, "<eos>": 1, "<unk>": 0}.items()}
+    continuation = {"a": 1, "b": 2, "c": 1, "<eos>": 1, "<unk>": 0}
+    uni = {w: max(c - 0.5, 0) / 5 + 0.5 * 4 / 5 / vp for w, c in continuation.items()}
     assert lm.score("b", ()) == pytest.approx(uni["b"])
     # p(b | a) = (2 - 0.5)/2 + 0.5 * 1/2 * p_uni(b)
     assert lm.score("b", ["a"]) == pytest.approx(1.5 / 2 + 0.25 * uni["b"])

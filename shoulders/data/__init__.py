@@ -53,7 +53,8 @@ __all__ = [
     "WIKITEXT2_SPLITS", "WNUT17_SPLITS", "WNUT17_TAGS",
     "ArchiveError", "CacheError", "Checksum", "ChecksumError", "Citation", "Dataset", "DatasetError", "Download",
     "DownloadError", "LocalFile", "Member", "MirrorChecksumError", "MirrorError", "UnknownDatasetError",
-    "cache_root", "copa", "copa_split", "credits", "imdb", "info", "mirror_folder", "mirror_root", "multi30k", "names", "path",
+    "cache_root", "copa", "copa_split", "credits", "imdb", "info", "mirror_folder", "mirror_root", "multi30k", "names",
+    "path",
     "snli", "squad", "sst2", "sst_trees", "tatoeba_fra_eng", "text8", "tiny_shakespeare", "wikitext103",
     "wikitext2", "wikitext_detokenize", "wikitext_documents", "wnut17",
 ]

@@ -190,11 +190,11 @@ class HierarchicalSoftmax(nn.Module):
         if rule not in self.RULES:
             raise ValueError(f"rule must be one of {self.RULES}, got {rule!r}")
         mask = self.path_mask[y]  # (B, L)
-        b, l = mask.nonzero(as_tuple=True)  # (n,): only the real steps of each path, not the padding
-        rows = self.points[y[b], l]  # (n,) the inner nodes visited
+        b, step = mask.nonzero(as_tuple=True)  # (n,): only the real steps of each path, not the padding
+        rows = self.points[y[b], step]  # (n,) the inner nodes visited
         V_n, h_n = take_rows(self.weight, rows), take_rows(h, b)  # (n, d) each
         x = torch.linalg.vecdot(V_n, h_n)  # (n,): v'^T h
-        code = self.codes[y[b], l].to(h.dtype)  # (n,)
+        code = self.codes[y[b], step].to(h.dtype)  # (n,)
         loss = -F.logsigmoid((1.0 - 2.0 * code) * x).sum()
         f = torch.sigmoid(x)
         dx = f - (1.0 - code)  # (n,)

@@ -77,7 +77,8 @@ class NGramLM(BackoffLM):
 
     Parameters (defaults in :data:`.ngram_smoothing.DEFAULTS`): ``k`` (add_k); ``lambdas`` (interpolation: one
     per order 1..n, None = untuned defaults -- call :meth:`tune`); ``discount`` (absolute, kn: one D or one per
-    order, 0 <= D <= 1, or ``"auto"`` = n1 / (n1 + 2 n2) per order); ``nltk`` (kn: reproduce ``nltk.lm.KneserNeyInterpolated``, see below); ``discounts``
+    order, 0 <= D <= 1, or ``"auto"`` = n1 / (n1 + 2 n2) per order); ``nltk`` (kn: reproduce
+    ``nltk.lm.KneserNeyInterpolated``, see below); ``discounts``
     (mkn: None = estimated from count-of-counts, or (D1, D2, D3+), or one triple per order); ``gt_max`` (katz:
     the largest count that is Good-Turing discounted, K = 5); ``alpha`` (stupid_backoff, 0.4).
 

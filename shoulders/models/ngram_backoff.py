@@ -16,7 +16,6 @@ the number of scored tokens is the number of tokens in the lines, the same as a 
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 

@@ -31,8 +31,8 @@ from .figure import DPI, BookFigure, figure_to_image_widget, subplots
 from .stack import StackView, stack_view
 from .view import View
 
-__all__ = ["MAX_TOKENS", "attention_grid", "attention_heads", "attention_lines", "as_layers", "fit_title", "head_figure",
-           "token_window"]
+__all__ = ["MAX_TOKENS", "attention_grid", "attention_heads", "attention_lines", "as_layers", "fit_title",
+           "head_figure", "token_window"]
 
 HINT = ("<small>Pick a layer and a head: left, row <i>i</i> of the heatmap is how query token <i>i</i> spreads its "
         "attention over the keys (each row sums to 1); right, the same weights as lines from each query (left) "

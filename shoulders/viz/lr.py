@@ -59,7 +59,8 @@ def _float_slider(name: str, lo: float, hi: float, step: float) -> Callable[[Any
     return make
 
 
-def _log_slider(name: str, base: float, lo: float, hi: float, step: float, fmt: str) -> Callable[[Any, int], widgets.Widget]:
+def _log_slider(name: str, base: float, lo: float, hi: float, step: float, fmt: str
+                ) -> Callable[[Any, int], widgets.Widget]:
     def make(value: Any, total: int) -> widgets.Widget:
         e = math.log(float(value), base) if float(value) > 0 else lo
         return widgets.FloatLogSlider(value=float(value), base=base, min=min(lo, e), max=max(hi, e), step=step,
