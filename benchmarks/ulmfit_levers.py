@@ -3,6 +3,7 @@ the text's start, the giant's pre-training.
 
     python benchmarks/ulmfit_levers.py                  # cpu: the cached awd_lstm giant, about 30 minutes on two cores
     python benchmarks/ulmfit_levers.py --lever updates  # one lever
+    python benchmarks/ulmfit_levers.py --lever samples --seeds 9   # one lever, nine seeds a row
     python benchmarks/ulmfit_levers.py --tiny           # seconds: the smoke giant, a few hundred sentences (a test)
 
 Page 11 trains the stage-3 classifier for three passes over its labels (at least 100 updates), and its ULMFiT
@@ -10,8 +11,9 @@ classifier ends with a higher training loss than the same network from scratch (
 0.311): under gradual unfreezing its lower layers train for half of the updates. Is ULMFiT held back by too few
 updates, or by the words it cannot read? Every row here is the page's comparison
 (:func:`shoulders.recipes.finetune.compare`: stage 2 on all the task's text as in 11.3, the page's shuffle of the
-6,920 training sentences, the concat-pooling classifier, ULMFiT under gradual unfreezing and from scratch all at
-once, dev accuracy, seeds 0-2) with one setting changed:
+6,920 training sentences -- its label budgets the first n of it, one sample for every seed, unless the row's sample
+column says "per seed" --, the concat-pooling classifier, ULMFiT under gradual unfreezing and from scratch all at
+once, dev accuracy, seeds 0-2 or ``--seeds``) with one setting changed:
 
 * ``updates`` -- every label, three passes (the page, 325 updates) and ten passes (1,082 updates);
 * ``labels`` -- 1,000 labels, the page's 100 updates and 300 updates (ten passes, at least 300);
@@ -34,14 +36,23 @@ once, dev accuracy, seeds 0-2) with one setting changed:
 * ``pretraining`` -- the page's giant and one pre-trained for twice its steps (the same preset with ``steps``
   doubled, its cosine schedule stretched to match: a variant giant, cached under its own key, about an hour once at
   ``cpu`` on a fast day), at 100, 300 and 1,000 labels: 11.8 shows accuracy still rising at the giant's last step,
-  so does twice the pre-training buy the rest of the paper's gain? The from-scratch runs do not depend on it.
+  so does twice the pre-training buy the rest of the paper's gain? The from-scratch runs do not depend on it;
+* ``samples`` -- the page's labelled sentences (the first n of its one shuffle, the same for every seed) and a
+  sample of its own for each seed (the first n of the seed's own shuffle of the 6,920, as chapter 16 draws them),
+  at 100, 300 and 1,000 labels: is the page's gain a property of its one sample? With a sample per seed, the
+  seeds' range holds the luck of the sample too;
+* ``long-stage-2`` -- stage 2 for ten passes over the task's text instead of the page's two (the ``full`` preset's
+  ten), at 100 and 300 labels, each seed with a sample of its own: the task's own text is the only in-domain text
+  there is offline, so does reading it longer teach the LM more of what sentiment the labels then pick up?
 
 Each row prints both encoders' mean (range) over the seeds, their final training loss and the gain of ULMFiT.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
+import random
 import time
 
 import torch
@@ -51,17 +62,31 @@ from shoulders.models.awd_lstm import AWDLSTM, AWDLSTMConfig
 from shoulders.recipes import ulmfit
 from shoulders.recipes.finetune import accuracy, compare, prior_loss, score_text
 
-GIANT_STEPS = "giant steps x"  # not a ULMFiTConfig field: the giant's pre-training steps, times the preset's
-LEVERS = {  # name: [(label budget, None = all; ULMFiTConfig overrides, and GIANT_STEPS)]
-    "updates": [(None, {}), (None, {"epochs": 10.0})],
-    "labels": [(1_000, {}), (1_000, {"epochs": 10.0, "min_steps": 300})],
-    "vocabulary": [(n, {"vocab_min_count": k}) for n in (100, 300, 1_000) for k in (0, 2)],
-    "stage-2": [(n, {"vocab_min_count": 2, "lm_epochs": 6.0}) for n in (100, 300)],
-    "rates": [(n, {"lr": r, "scratch_lr": r}) for n in (100, 300, 1_000) for r in (1e-3, 3e-3, 1e-2)],
-    "dropout": [(n, {"drop_mult": m}) for n in (100, 300, 1_000) for m in (0.5, 1.0, 2.0)],
-    "boundary": [(n, {"mark_start": m}) for n in (100, 300, 1_000) for m in (False, True)],
-    "authors-text": [(n, {"vocab_min_count": 2, "mark_start": True}) for n in (100, 300, 1_000)],
-    "pretraining": [(n, {GIANT_STEPS: k}) for n in (100, 300, 1_000) for k in (1, 2)],
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One row: the label budget (None: all), the ULMFiTConfig settings it changes, the giant's pre-training steps
+    (times the preset's), and whether each seed draws its own labelled sample (else the page's one)."""
+
+    labels: int | None
+    overrides: dict = dataclasses.field(default_factory=dict)
+    giant_steps: int = 1
+    sample_per_seed: bool = False
+
+
+BUDGETS = (100, 300, 1_000)
+LEVERS = {
+    "updates": [Row(None), Row(None, {"epochs": 10.0})],
+    "labels": [Row(1_000), Row(1_000, {"epochs": 10.0, "min_steps": 300})],
+    "vocabulary": [Row(n, {"vocab_min_count": k}) for n in BUDGETS for k in (0, 2)],
+    "stage-2": [Row(n, {"vocab_min_count": 2, "lm_epochs": 6.0}) for n in (100, 300)],
+    "rates": [Row(n, {"lr": r, "scratch_lr": r}) for n in BUDGETS for r in (1e-3, 3e-3, 1e-2)],
+    "dropout": [Row(n, {"drop_mult": m}) for n in BUDGETS for m in (0.5, 1.0, 2.0)],
+    "boundary": [Row(n, {"mark_start": m}) for n in BUDGETS for m in (False, True)],
+    "authors-text": [Row(n, {"vocab_min_count": 2, "mark_start": True}) for n in BUDGETS],
+    "pretraining": [Row(n, giant_steps=k) for n in BUDGETS for k in (1, 2)],
+    "samples": [Row(n, sample_per_seed=p) for n in BUDGETS for p in (False, True)],
+    "long-stage-2": [Row(n, {"lm_epochs": e}, sample_per_seed=True) for n in (100, 300) for e in (2.0, 10.0)],
 }
 SEMI, SCRATCH = "ULMFiT", "from scratch"
 
@@ -71,6 +96,7 @@ def main() -> None:
     ap.add_argument("--lever", choices=sorted(LEVERS), action="append", help="default: all")
     ap.add_argument("--tiny", action="store_true", help="the smoke giant, 300 sentences, a few updates, one seed")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seeds", type=int, help="seeds per row (default: the preset's, 3 at cpu)")
     args = ap.parse_args()
     scale = "smoke" if args.tiny else "cpu"
     torch.set_num_threads(args.threads)
@@ -79,7 +105,9 @@ def main() -> None:
     giant = giants[1]
     ucfg = ulmfit.ULMFiTConfig.preset(scale)
     if args.tiny:
-        ucfg = ucfg.replace(seeds=1, train=300, lm_epochs=0.1, lm_min_steps=5)
+        ucfg = ucfg.replace(seeds=1, train=300, lm_min_steps=5)
+    if args.seeds is not None:
+        ucfg = ucfg.replace(seeds=args.seeds)
     train_x, train_y, dev_x, dev_y = ulmfit.sst2_sentences(ucfg.train, 100 if args.tiny else None)  # the page's
     task_text = sh.data.sst_trees("train")[0]
     adapted: dict[tuple, tuple] = {}
@@ -115,36 +143,57 @@ def main() -> None:
 
     print(f"scale={scale}, threads={torch.get_num_threads()}; SST-2 dev accuracy %, mean (range) over the seeds, "
           "(final training loss)\n")
-    print("| labels | passes | updates | vocabulary | rate | dropout x | text starts | giant steps | ULMFiT "
-          "| from scratch | gain |\n|---|---|---|---|---|---|---|---|---|---|---|")
-    done: dict[tuple[int, str, int], str] = {}
+    print("| labels | passes (LM / classifier) | updates | vocabulary | rate | dropout x | text starts | giant steps "
+          "| sample | ULMFiT | from scratch | gain |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+    done: dict[tuple[int, str, int, bool], str] = {}
     for lever in args.lever or list(LEVERS):
-        for n, overrides in LEVERS[lever]:
-            times = overrides.get(GIANT_STEPS, 1)
-            overrides = {k: v for k, v in overrides.items() if k != GIANT_STEPS}
-            u = ucfg.replace(**{**overrides, **(dict(min_steps=12, max_steps=12, lm_epochs=0.1) if args.tiny else {})})
+        for r in LEVERS[lever]:
+            times = r.giant_steps
+            u = ucfg.replace(**r.overrides)
+            if args.tiny:  # a twentieth of the row's stage-2 passes, a few classifier updates
+                u = u.replace(min_steps=12, max_steps=12, lm_epochs=u.lm_epochs / 20)
             lm, vocab, train, dev = stage2(u, times)
             ft = u.finetuning()
-            part = train[:n or len(train)]
-            if (len(part), repr(u), times) in done:  # the same runs as an earlier row (at --tiny, 300 sentences cap n)
-                print(done[len(part), repr(u), times] + "  <!-- as above -->", flush=True)
+            n = min(r.labels or len(train), len(train))
+            key = (n, repr(u), times, r.sample_per_seed)
+            if key in done:  # the same runs as an earlier row (at --tiny, 300 sentences cap n)
+                print(done[key] + "  <!-- as above -->", flush=True)
                 continue
             trainers = {SEMI: functools.partial(ulmfit.train_classifier, ulmfit=u),
                         SCRATCH: functools.partial(ulmfit.train_classifier, ulmfit=u, gradual=False)}
             t0 = time.perf_counter()
-            row = compare(ulmfit.classifier_maker(u, 2), {SEMI: ulmfit.fresh_copy(lm),
-                                                          SCRATCH: lambda: AWDLSTM(lm.cfg)},
-                          part, vocab.unk_id, ft, lambda h: accuracy(h, dev, vocab.unk_id),
-                          {SEMI: u.lr, SCRATCH: u.scratch_lr}, metric="dev accuracy %", baseline=50.0,
-                          prior=prior_loss([f["labels"] for f in part]), steps=ft.steps_for(len(part)),
-                          seeds=range(u.seeds), trainers=trainers)
-            line = (f"| {len(part):,} | {u.epochs:g} | {row[SEMI]['steps']:,} | {len(vocab):,} | {u.lr:g} | "
-                    f"{u.drop_mult:g} | {'<eos>' if u.mark_start else 'word'} | "
-                    f"{giants[times].model.cfg.steps:,} | "
+            # (seeds, labelled sentences): the page's sample for every seed, or each seed's own
+            samples = ([([s], [train[i] for i in shuffled(len(train), s)[:n]]) for s in range(u.seeds)]
+                       if r.sample_per_seed else [(list(range(u.seeds)), train[:n])])
+            rows = [compare(ulmfit.classifier_maker(u, 2), {SEMI: ulmfit.fresh_copy(lm),
+                                                            SCRATCH: lambda: AWDLSTM(lm.cfg)},
+                            part, vocab.unk_id, ft, lambda h: accuracy(h, dev, vocab.unk_id),
+                            {SEMI: u.lr, SCRATCH: u.scratch_lr}, metric="dev accuracy %", baseline=50.0,
+                            prior=prior_loss([f["labels"] for f in part]), steps=ft.steps_for(n), seeds=seeds,
+                            trainers=trainers) for seeds, part in samples]
+            row = {k: merged([x[k] for x in rows]) for k in (SEMI, SCRATCH)}
+            line = (f"| {n:,} | {u.lm_epochs:g} / {u.epochs:g} | {row[SEMI]['steps']:,} | {len(vocab):,} | "
+                    f"{u.lr:g} | {u.drop_mult:g} | {'<eos>' if u.mark_start else 'word'} | "
+                    f"{giants[times].model.cfg.steps:,} | {'per seed' if r.sample_per_seed else 'page'} | "
                     + " | ".join(f"{score_text(row[k])} ({row[k]['train_loss']:.3f})" for k in (SEMI, SCRATCH))
                     + f" | {row[SEMI]['score'] - row[SCRATCH]['score']:+.1f} |")
-            done[len(part), repr(u), times] = line
+            done[key] = line
             print(line + f"  <!-- {time.perf_counter() - t0:.0f} s -->", flush=True)
+
+
+def shuffled(size: int, seed: int) -> list[int]:
+    """``range(size)`` in the order of ``seed``'s shuffle: a seed's label budgets are its first n (nested)."""
+    order = list(range(size))
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def merged(parts: list[dict]) -> dict:
+    """One encoder's entries of several :func:`compare` rows (one per seed's sample) as one: the scores in seed
+    order, their mean, the mean final training loss."""
+    scores = [x for p in parts for x in p["scores"]]
+    return {"scores": scores, "score": sum(scores) / len(scores), "steps": parts[-1]["steps"],
+            "train_loss": sum(p["train_loss"] * len(p["scores"]) for p in parts) / len(scores)}
 
 
 if __name__ == "__main__":

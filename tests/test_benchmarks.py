@@ -80,9 +80,12 @@ def test_ulmfit_levers_tiny():
     assert [r[0] for r in rows] == (["300"] * 4 + ["100", "100"] + ["300"] * 4 + ["100", "300"]
                                     + ["100"] * 3 + ["300"] * 6 + ["100"] * 3 + ["300"] * 6
                                     + ["100"] * 2 + ["300"] * 4 + ["100", "300", "300"]
-                                    + ["100"] * 2 + ["300"] * 4)
-    assert all(0 < float(r[8].split()[0]) <= 100 and 0 < float(r[9].split()[0]) <= 100 for r in rows)
-    assert [r[1] for r in rows[:4]] == ["8", "10", "8", "10"]  # the smoke preset's passes, then the lever's
+                                    + ["100"] * 2 + ["300"] * 4 + ["100"] * 2 + ["300"] * 4 + ["100"] * 2
+                                    + ["300"] * 2)
+    assert all(0 < float(r[9].split()[0]) <= 100 and 0 < float(r[10].split()[0]) <= 100 for r in rows)
+    # stage 2's passes (a twentieth of the row's at tiny) and the classifier's: the smoke preset's, then the lever's
+    assert [r[1] for r in rows[:4]] == ["0.05 / 8", "0.05 / 10", "0.05 / 8", "0.05 / 10"]
+    assert [r[1] for r in rows[51:]] == ["0.1 / 8", "0.5 / 8"] * 2  # the long-stage-2 lever: 2 and 10 passes
     words = [int(r[3].replace(",", "")) for r in rows]
     assert words[4] < words[5] and words[6] < words[7] and words[8] < words[9]  # the giant's vocabulary, then grown
     assert words[0] == words[4] and words[10] == words[5]  # the preset keeps the giant's; the stage-2 lever grows it
@@ -93,10 +96,15 @@ def test_ulmfit_levers_tiny():
     assert [r[6] for r in rows[30:36]] == ["word", "<eos>"] * 3  # the boundary lever: the page's texts, then marked
     assert {r[6] for r in rows[:30]} == {"word"}
     assert {r[6] for r in rows[36:39]} == {"<eos>"} and words[36] == words[5]  # authors-text: marked, grown
-    assert {r[7] for r in rows[:39]} == {"200"}  # the smoke giant's steps, except in the pretraining lever:
-    assert [r[7] for r in rows[39:]] == ["200", "400"] * 3  # the page's giant, then one of twice its steps
-    assert [r[9] for r in rows[39:41]] == [rows[39][9]] * 2, "from scratch must not depend on the giant"
-    assert rows[39][8] != rows[40][8] or rows[39][10] != rows[40][10], "the longer giant must change ULMFiT's run"
+    assert {r[7] for r in rows[:39] + rows[45:]} == {"200"}  # the smoke giant's steps, but in the pretraining lever:
+    assert [r[7] for r in rows[39:45]] == ["200", "400"] * 3  # the page's giant, then one of twice its steps
+    assert [r[10] for r in rows[39:41]] == [rows[39][10]] * 2, "from scratch must not depend on the giant"
+    assert rows[39][9] != rows[40][9] or rows[39][11] != rows[40][11], "the longer giant must change ULMFiT's run"
+    assert {r[8] for r in rows[:45]} == {"page"}  # every lever reads the page's labelled sample, but the samples lever
+    assert [r[8] for r in rows[45:51]] == ["page", "per seed"] * 3
+    assert rows[46][9:11] != rows[45][9:11], "a sample of the seed's own must change the runs"
+    assert {r[8] for r in rows[51:]} == {"per seed"}  # and the long stage 2, whose second rows read 5x the passes:
+    assert rows[52][9] != rows[51][9] and rows[52][10] == rows[51][10], "stage 2 must change ULMFiT's run only"
 
 
 def test_attention_smallest():
