@@ -38,7 +38,7 @@ once, dev accuracy, seeds 0-2 or ``--seeds``) with one setting changed:
   ``cpu`` on a fast day), at 100, 300 and 1,000 labels: 11.8 shows accuracy still rising at the giant's last step,
   so does twice the pre-training buy the rest of the paper's gain? The from-scratch runs do not depend on it;
 * ``samples`` -- the page's labelled sentences (the first n of its one shuffle, the same for every seed) and a
-  sample of its own for each seed (the first n of the seed's own shuffle of the 6,920, as chapter 16 draws them),
+  sample of its own for each seed (:func:`~shoulders.recipes.finetune.label_sample`, as chapter 16 draws them),
   at 100, 300 and 1,000 labels: is the page's gain a property of its one sample? With a sample per seed, the
   seeds' range holds the luck of the sample too;
 * ``long-stage-2`` -- stage 2 for ten passes over the task's text instead of the page's two (the ``full`` preset's
@@ -52,7 +52,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import random
 import time
 
 import torch
@@ -60,7 +59,7 @@ import torch
 import shoulders as sh
 from shoulders.models.awd_lstm import AWDLSTM, AWDLSTMConfig
 from shoulders.recipes import ulmfit
-from shoulders.recipes.finetune import accuracy, compare, prior_loss, score_text
+from shoulders.recipes.finetune import accuracy, compare, label_sample, prior_loss, score_text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,16 +161,16 @@ def main() -> None:
             trainers = {SEMI: functools.partial(ulmfit.train_classifier, ulmfit=u),
                         SCRATCH: functools.partial(ulmfit.train_classifier, ulmfit=u, gradual=False)}
             t0 = time.perf_counter()
-            # (seeds, labelled sentences): the page's sample for every seed, or each seed's own
-            samples = ([([s], [train[i] for i in shuffled(len(train), s)[:n]]) for s in range(u.seeds)]
-                       if r.sample_per_seed else [(list(range(u.seeds)), train[:n])])
-            rows = [compare(ulmfit.classifier_maker(u, 2), {SEMI: ulmfit.fresh_copy(lm),
-                                                            SCRATCH: lambda: AWDLSTM(lm.cfg)},
-                            part, vocab.unk_id, ft, lambda h: accuracy(h, dev, vocab.unk_id),
-                            {SEMI: u.lr, SCRATCH: u.scratch_lr}, metric="dev accuracy %", baseline=50.0,
-                            prior=prior_loss([f["labels"] for f in part]), steps=ft.steps_for(n), seeds=seeds,
-                            trainers=trainers) for seeds, part in samples]
-            row = {k: merged([x[k] for x in rows]) for k in (SEMI, SCRATCH)}
+            seeds = range(u.seeds)
+            # the labelled sentences of each seed: the page's one sample, or the seed's own (label_sample)
+            parts = {s: [train[i] for i in label_sample(len(train), n, s)] if r.sample_per_seed else train[:n]
+                     for s in seeds}
+            row = compare(ulmfit.classifier_maker(u, 2), {SEMI: ulmfit.fresh_copy(lm),
+                                                          SCRATCH: lambda: AWDLSTM(lm.cfg)},
+                          parts.__getitem__, vocab.unk_id, ft, lambda h: accuracy(h, dev, vocab.unk_id),
+                          {SEMI: u.lr, SCRATCH: u.scratch_lr}, metric="dev accuracy %", baseline=50.0,
+                          prior=sum(prior_loss([f["labels"] for f in p]) for p in parts.values()) / len(parts),
+                          steps=ft.steps_for(n), seeds=seeds, trainers=trainers)
             line = (f"| {n:,} | {u.lm_epochs:g} / {u.epochs:g} | {row[SEMI]['steps']:,} | {len(vocab):,} | "
                     f"{u.lr:g} | {u.drop_mult:g} | {'<eos>' if u.mark_start else 'word'} | "
                     f"{giants[times].model.cfg.steps:,} | {'per seed' if r.sample_per_seed else 'page'} | "
@@ -179,21 +178,6 @@ def main() -> None:
                     + f" | {row[SEMI]['score'] - row[SCRATCH]['score']:+.1f} |")
             done[key] = line
             print(line + f"  <!-- {time.perf_counter() - t0:.0f} s -->", flush=True)
-
-
-def shuffled(size: int, seed: int) -> list[int]:
-    """``range(size)`` in the order of ``seed``'s shuffle: a seed's label budgets are its first n (nested)."""
-    order = list(range(size))
-    random.Random(seed).shuffle(order)
-    return order
-
-
-def merged(parts: list[dict]) -> dict:
-    """One encoder's entries of several :func:`compare` rows (one per seed's sample) as one: the scores in seed
-    order, their mean, the mean final training loss."""
-    scores = [x for p in parts for x in p["scores"]]
-    return {"scores": scores, "score": sum(scores) / len(scores), "steps": parts[-1]["steps"],
-            "train_loss": sum(p["train_loss"] * len(p["scores"]) for p in parts) / len(scores)}
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ import torch
 from shoulders import heads
 from shoulders.models.bert import BertConfig, BertModel
 from shoulders.recipes.finetune import (BertFinetuningConfig, FeatureBatches, accuracy, compare, describe, finetune,
-                                        label_budget_curve, predict, prior_loss, record_row, rows_from_ledger,
-                                        set_trainable, shoulders_table)
+                                        label_budget_curve, label_sample, predict, prior_loss, record_row,
+                                        rows_from_ledger, set_trainable, shoulders_table)
 from shoulders.train.forked import fork_context
 
 
@@ -122,6 +122,35 @@ def test_finetune_learns_and_compare_builds_a_row():
     finetune(frozen, feats, 0, cfg, steps=5, progress=False)
     assert all(torch.equal(a, p) for a, p in zip(before, frozen.encoder.parameters())), "frozen must stay fixed"
 
+
+
+def test_label_sample_is_nested_per_seed_and_checks_the_budget():
+    assert label_sample(10, 10, 0) != list(range(10)) and sorted(label_sample(10, 10, 0)) == list(range(10))
+    assert label_sample(50, 5, 3) == label_sample(50, 20, 3)[:5]  # a seed's smaller budget lies in its larger one
+    assert label_sample(50, 20, 3) == label_sample(50, 20, 3) != label_sample(50, 20, 4)
+    assert label_sample(50, 20, 1) == np.random.default_rng(1).permutation(50)[:20].tolist()  # chapter 16's draw
+    for n in (0, 51):
+        with pytest.raises(ValueError, match=f"budget of {n} labels cannot be drawn from 50"):
+            label_sample(50, n, 0)
+
+
+def test_compare_with_a_sample_per_seed_trains_each_seed_on_its_own():
+    """``features`` as a function of the seed: each seed's runs are those of compare on that seed's sample alone."""
+    torch.manual_seed(0)
+    cfg = BertFinetuningConfig.preset("smoke", batch_size=8, max_steps=12, lr=3e-3)
+    pool = _features(60)
+    parts = {s: [pool[i] for i in label_sample(len(pool), 24, s)] for s in (0, 1)}
+    make = lambda enc: heads.SequenceClassifier(enc, 2, dropout=0.0)  # noqa: E731
+    build = lambda: BertModel(BertConfig.named("tiny", vocab_size=20, max_len=32, dropout=0.0,  # noqa: E731
+                                               attn_dropout=0.0))
+    acc = lambda head: accuracy(head, pool, 0)  # noqa: E731
+    kw = dict(metric="acc", baseline=50.0, prior=0.69, steps=12)
+    both = compare(make, {"a": build}, parts.__getitem__, 0, cfg, acc, {"a": 3e-3}, seeds=[0, 1], **kw)
+    alone = [compare(make, {"a": build}, parts[s], 0, cfg, acc, {"a": 3e-3}, seeds=[s], **kw)["a"] for s in (0, 1)]
+    assert both["a"]["scores"] == [r["score"] for r in alone] and both["train examples"] == 24
+    same = compare(make, {"a": build}, parts[0], 0, cfg, acc, {"a": 3e-3}, seeds=[1], **kw)["a"]
+    assert (same["score"], same["train_loss"]) != (alone[1]["score"], alone[1]["train_loss"]), \
+        "seed 1's own sample must change its run"
 
 
 @pytest.mark.skipif(fork_context() is None or sys.platform == "darwin", reason="compare forks only where it is safe")

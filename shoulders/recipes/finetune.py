@@ -34,8 +34,8 @@ from ..train.param_groups import freeze, trainable, unfreeze
 from ..train.schedules import linear_warmup_decay
 
 __all__ = ["MODES", "BertFinetuningConfig", "FeatureBatches", "accuracy", "compare", "describe", "finetune",
-           "label_budget_curve", "predict", "prior_loss", "record_row", "rows_from_ledger", "score_text",
-           "set_trainable", "shoulders_table", "sst2_phrases"]
+           "label_budget_curve", "label_sample", "predict", "prior_loss", "record_row", "rows_from_ledger",
+           "score_text", "set_trainable", "shoulders_table", "sst2_phrases"]
 
 
 @dataclasses.dataclass
@@ -258,14 +258,26 @@ def prior_loss(labels: Sequence[int], n_classes: int | None = None) -> float:
     return float(-(p * p.log()).sum())
 
 
+def label_sample(pool: int, n: int, seed: int) -> list[int]:
+    """The labelled sample of budget ``n`` for ``seed``: the first ``n`` of ``seed``'s permutation of
+    ``range(pool)``, so a seed's smaller budgets lie inside its larger ones. Chapter 16 draws every seed's sample so
+    (the seeds' spread then holds the luck of the sample too); chapter 11 checks its one sample against them."""
+    if not 1 <= n <= pool:
+        raise ValueError(f"a budget of {n:,} labels cannot be drawn from {pool:,} examples")
+    return np.random.default_rng(seed).permutation(pool)[:n].tolist()
+
+
 def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, Callable[[], nn.Module]],
-            features: Sequence[Mapping[str, Any]], pad_id: int, cfg: BertFinetuningConfig,
+            features: Sequence[Mapping[str, Any]] | Callable[[int], Sequence[Mapping[str, Any]]], pad_id: int,
+            cfg: BertFinetuningConfig,
             score: Callable[[nn.Module], float], lrs: Mapping[str, float], *, metric: str, baseline: float,
             prior: float, steps: int | None = None, device: Any = None,
             seeds: Sequence[int] = (0,), probe: Callable[[nn.Module], Mapping[str, float]] | None = None,
             probe_every: int = 10, trainers: Mapping[str, Callable[..., History]] | None = None) -> dict[str, Any]:
     """Fine-tune one head per encoder (e.g. ``{"pre-trained": ..., "from scratch": ...}``) on the same features
-    with the same schedule and seeds, and score each: one row of chapter 14's table.
+    with the same schedule and seeds, and score each: one row of chapter 14's table. ``features`` may also be a
+    function of the seed (``seed -> that seed's labelled features``, e.g. through :func:`label_sample`): then every
+    encoder trains, for each seed, on that seed's sample.
 
     The row holds ``metric``, ``baseline`` (the score of a label-blind answer), ``prior`` (the label-blind
     cross-entropy, :func:`prior_loss`), ``train examples``, ``seeds`` and, per encoder, its ``score`` (the mean over
@@ -286,8 +298,9 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
     """
     if not seeds:
         raise ValueError("compare needs at least one seed")
+    sample = features if callable(features) else (lambda s: features)  # seed -> the labelled features it trains on
     row: dict[str, Any] = {"metric": metric, "baseline": float(baseline), "prior": float(prior),
-                           "train examples": len(features), "seeds": [int(s) for s in seeds]}
+                           "train examples": len(sample(seeds[0])), "seeds": [int(s) for s in seeds]}
     runs = [(name, int(s)) for name in encoders for s in seeds]
 
     def run(i: int) -> dict[str, Any]:
@@ -297,7 +310,7 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
         head = make_head(encoders[name]())  # fit moves it to ``device``
         probes = [] if probe is None else [Probe(probe, every=probe_every)]
         train = (trainers or {}).get(name, finetune)
-        hist = train(head, features, pad_id, cfg, lr=lrs[name], steps=steps, device=device, progress=False,
+        hist = train(head, sample(s), pad_id, cfg, lr=lrs[name], steps=steps, device=device, progress=False,
                      callbacks=probes)
         _, losses = hist.series("loss")
         return {"score": float(score(head)), "train_loss": float(losses[-20:].mean()),

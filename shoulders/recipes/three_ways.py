@@ -64,7 +64,7 @@ from ..train.param_groups import freeze, unfreeze
 from . import sentence_vectors, ulmfit
 from .awd_lstm import build as build_awd
 from .elmo import sentence_layers
-from .finetune import BertFinetuningConfig, accuracy, finetune, prior_loss
+from .finetune import BertFinetuningConfig, accuracy, finetune, label_sample, prior_loss
 from .gpt_transfer import GPTFinetuningConfig, mean_states
 from .xlnet_transfer import XLNetFinetuningConfig, xlnet_features
 
@@ -197,7 +197,7 @@ class Task:
         """The labelled sample of budget ``n`` for ``seed``: the first ``n`` of a seeded permutation of the pool."""
         if n > len(self.train[2]):
             raise ValueError(f"{self.name} has {len(self.train[2]):,} training examples, fewer than the budget {n:,}")
-        return np.random.default_rng(seed).permutation(len(self.train[2]))[:n].tolist()
+        return label_sample(len(self.train[2]), n, seed)
 
     def majority(self) -> float:
         """Accuracy (%) of always answering the held-out examples' most frequent label."""
