@@ -44,6 +44,8 @@ once, dev accuracy, seeds 0-2 or ``--seeds``) with one setting changed:
 * ``long-stage-2`` -- stage 2 for ten passes over the task's text instead of the page's two (the ``full`` preset's
   ten), at 100 and 300 labels, each seed with a sample of its own: the task's own text is the only in-domain text
   there is offline, so does reading it longer teach the LM more of what sentiment the labels then pick up?
+* ``own-samples`` -- the two levers that lifted the page's sample most at 300 labels, the task's vocabulary and a
+  marked start, with each seed's own sample: do they lift ULMFiT's gain on other samples too?
 
 Each row prints both encoders' mean (range) over the seeds, their final training loss and the gain of ULMFiT.
 """
@@ -86,6 +88,7 @@ LEVERS = {
     "pretraining": [Row(n, giant_steps=k) for n in BUDGETS for k in (1, 2)],
     "samples": [Row(n, sample_per_seed=p) for n in BUDGETS for p in (False, True)],
     "long-stage-2": [Row(n, {"lm_epochs": e}, sample_per_seed=True) for n in (100, 300) for e in (2.0, 10.0)],
+    "own-samples": [Row(300, o, sample_per_seed=True) for o in ({"vocab_min_count": 2}, {"mark_start": True})],
 }
 SEMI, SCRATCH = "ULMFiT", "from scratch"
 

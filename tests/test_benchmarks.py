@@ -81,11 +81,11 @@ def test_ulmfit_levers_tiny():
                                     + ["100"] * 3 + ["300"] * 6 + ["100"] * 3 + ["300"] * 6
                                     + ["100"] * 2 + ["300"] * 4 + ["100", "300", "300"]
                                     + ["100"] * 2 + ["300"] * 4 + ["100"] * 2 + ["300"] * 4 + ["100"] * 2
-                                    + ["300"] * 2)
+                                    + ["300"] * 2 + ["300"] * 2)
     assert all(0 < float(r[9].split()[0]) <= 100 and 0 < float(r[10].split()[0]) <= 100 for r in rows)
     # stage 2's passes (a twentieth of the row's at tiny) and the classifier's: the smoke preset's, then the lever's
     assert [r[1] for r in rows[:4]] == ["0.05 / 8", "0.05 / 10", "0.05 / 8", "0.05 / 10"]
-    assert [r[1] for r in rows[51:]] == ["0.1 / 8", "0.5 / 8"] * 2  # the long-stage-2 lever: 2 and 10 passes
+    assert [r[1] for r in rows[51:55]] == ["0.1 / 8", "0.5 / 8"] * 2  # the long-stage-2 lever: 2 and 10 passes
     words = [int(r[3].replace(",", "")) for r in rows]
     assert words[4] < words[5] and words[6] < words[7] and words[8] < words[9]  # the giant's vocabulary, then grown
     assert words[0] == words[4] and words[10] == words[5]  # the preset keeps the giant's; the stage-2 lever grows it
@@ -103,8 +103,9 @@ def test_ulmfit_levers_tiny():
     assert {r[8] for r in rows[:45]} == {"page"}  # every lever reads the page's labelled sample, but the samples lever
     assert [r[8] for r in rows[45:51]] == ["page", "per seed"] * 3
     assert rows[46][9:11] != rows[45][9:11], "a sample of the seed's own must change the runs"
-    assert {r[8] for r in rows[51:]} == {"per seed"}  # and the long stage 2, whose second rows read 5x the passes:
+    assert {r[8] for r in rows[51:]} == {"per seed"}  # and the last two levers; the long stage 2 reads 5x the passes:
     assert rows[52][9] != rows[51][9] and rows[52][10] == rows[51][10], "stage 2 must change ULMFiT's run only"
+    assert words[55] == words[5] and words[56] == words[0] and [r[6] for r in rows[55:]] == ["word", "<eos>"]
 
 
 def test_attention_smallest():
