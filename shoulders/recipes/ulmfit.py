@@ -142,7 +142,8 @@ class ULMFiTConfig(Config):
         # pretraining, 2026-12-06: perplexity 106.0 vs 117.4; +1.9 / +2.6 / -1.3 vs +2.0 / +3.2 / -0.8). The +2 is
         # the page's one labelled sample's: with a sample per seed (finetune.label_sample) the gain is +0.4 / -0.3 /
         # -2.0 at 100 / 300 / 1,000 labels, against +2.9 / +2.9 / -2.0 on the page's sample (--lever samples
-        # --seeds 9, 2026-12-06); page 11 measures both at 300 labels and says so
+        # --seeds 9, 2026-12-06), and neither the task's vocabulary (-0.4) nor a marked start (-0.7) lifts the own
+        # samples' gain at 300 (--lever own-samples --seeds 9); page 11 measures both samples at 300 and says so
         "cpu": dict(over_majority=20.0, few_labels_gain=2.0, pretraining_helps=True, beats_spread=False),
         "full": dict(over_majority=25.0, few_labels_gain=5.0, pretraining_helps=True, beats_spread=True),
     }
