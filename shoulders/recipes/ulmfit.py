@@ -130,8 +130,10 @@ class ULMFiTConfig(Config):
         # the least gain over from scratch (points, with every ULMFiT seed above every from-scratch one) at some
         # budget of at most 1,000 labels (None: not asserted); whether the finished giant must beat stage 2 alone
         # (no pre-training) at the ablations' budget; whether every ULMFiT seed must beat every from-scratch seed
-        # with all labels
-        "smoke": dict(over_majority=5.0, few_labels_gain=None, pretraining_helps=False, beats_spread=False),
+        # with all labels; whether ULMFiT's gain at the ablations' budget must stay inside the seeds' spread when each
+        # seed draws its own sample (11.7's claim that the few-label gain is the page sample's)
+        "smoke": dict(over_majority=5.0, few_labels_gain=None, pretraining_helps=False, beats_spread=False,
+                      sample_luck=False),
         # measured at cpu (12,000-step giant, seeds 0-2, workers=2, 2026-12-06): +1.8 at 100 labels, +3.2 at 300
         # (every seed above), -0.7 at 1,000, -0.2 with all 6,920 (inside the spread); the issue's +5 is not reached,
         # so 2 is asserted. More classifier updates do not close the gap (benchmarks/ulmfit_levers.py: ten passes,
@@ -144,8 +146,10 @@ class ULMFiTConfig(Config):
         # -2.0 at 100 / 300 / 1,000 labels, against +2.9 / +2.9 / -2.0 on the page's sample (--lever samples
         # --seeds 9, 2026-12-06), and neither the task's vocabulary (-0.4) nor a marked start (-0.7) lifts the own
         # samples' gain at 300 (--lever own-samples --seeds 9); page 11 measures both samples at 300 and says so
-        "cpu": dict(over_majority=20.0, few_labels_gain=2.0, pretraining_helps=True, beats_spread=False),
-        "full": dict(over_majority=25.0, few_labels_gain=5.0, pretraining_helps=True, beats_spread=True),
+        "cpu": dict(over_majority=20.0, few_labels_gain=2.0, pretraining_helps=True, beats_spread=False,
+                    sample_luck=True),
+        "full": dict(over_majority=25.0, few_labels_gain=5.0, pretraining_helps=True, beats_spread=True,
+                     sample_luck=False),
     }
     presets: ClassVar = {
         # smoke: a thousand sentences, one seed, one small budget, short runs
