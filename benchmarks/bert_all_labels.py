@@ -6,7 +6,8 @@
 Page 14b fine-tunes the ``bert`` giant and the same network from scratch on SST-2 with three seeds. With every
 label (67,349 phrases) the cpu giant barely moves past the fresh network. This script fine-tunes on all of
 SST-2's training phrases (``--labels`` of them at ``--tiny``) exactly as the page does
-(:func:`shoulders.recipes.finetune.compare`: same phrases, order, seeds, schedule and head) and varies one setting
+(:func:`shoulders.recipes.finetune.compare`: same phrases, order, seeds, schedule and head; below every label,
+each seed's own sample, :func:`~shoulders.recipes.finetune.seed_samples`) and varies one setting
 at a time:
 
 * the encoder: from scratch, the ``bert`` giant, or the ``bert_sst`` giant (the ``bert`` giant pre-trained further
@@ -38,7 +39,7 @@ from shoulders._seed import seed as set_seed
 from shoulders.models.bert import BertModel, init_bert_weights
 from shoulders.recipes.bert import BertPretrainingConfig
 from shoulders.recipes.bert_in_domain import InDomainConfig
-from shoulders.recipes.finetune import BertFinetuningConfig, accuracy, compare, prior_loss, sst2_phrases
+from shoulders.recipes.finetune import BertFinetuningConfig, accuracy, compare, seed_samples, sst2_phrases
 
 # (encoder, learning rate or None for the page's, max updates: None for the page's cap, 0 for none = cfg.epochs passes)
 VARIANTS = (("from scratch", None, None), ("pre-trained", None, None), ("pre-trained + SST text", None, None),
@@ -85,15 +86,17 @@ def main() -> None:
                 "pre-trained": lambda: copy.deepcopy(bert.model.bert),
                 "pre-trained + SST text": lambda: copy.deepcopy(bert_sst().model.bert),
                 "pre-trained, new pooler": lambda: new_pooler(copy.deepcopy(bert.model.bert))}
-    train, y, dev, majority = sst2_phrases(tok, cfg, args.labels if args.tiny else None)  # the page's phrases
+    train, _, dev, majority = sst2_phrases(tok, cfg, args.labels if args.tiny else None)  # the page's phrases
     seeds = range(1 if args.tiny else (args.seeds or cfg.sst2_seeds))
     print(f"{preset} presets, {torch.get_num_threads()} thread(s); SST-2 dev accuracy % after fine-tuning on "
           f"{len(train):,} phrases, seeds {list(seeds)}; majority class {majority:.1f}%")
 
     def run(name: str, rate: float, n: int, run_cfg: BertFinetuningConfig) -> dict:
-        return compare(lambda enc: heads.SequenceClassifier(enc, 2), {name: encoders[name]}, train[:n], tok.pad_id,
-                       run_cfg, lambda head: accuracy(head, dev, tok.pad_id), {name: rate}, metric="dev accuracy %",
-                       baseline=majority, prior=prior_loss(y[:n]), steps=run_cfg.steps_for(n), seeds=seeds)[name]
+        # each seed's own n phrases, as the page's curve draws them (every label: the pool in the page's order)
+        return compare(lambda enc: heads.SequenceClassifier(enc, 2), {name: encoders[name]},
+                       seed_samples(train, n, seeds).__getitem__, tok.pad_id, run_cfg,
+                       lambda head: accuracy(head, dev, tok.pad_id), {name: rate}, metric="dev accuracy %",
+                       baseline=majority, steps=run_cfg.steps_for(n), seeds=seeds)[name]
 
     print("\nWith every label:\n\n| encoder | learning rate | updates | mean | seeds | s per run |\n"
           "|---|---|---|---|---|---|")

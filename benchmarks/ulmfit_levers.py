@@ -38,7 +38,7 @@ once, dev accuracy, seeds 0-2 or ``--seeds``) with one setting changed:
   ``cpu`` on a fast day), at 100, 300 and 1,000 labels: 11.8 shows accuracy still rising at the giant's last step,
   so does twice the pre-training buy the rest of the paper's gain? The from-scratch runs do not depend on it;
 * ``samples`` -- the page's labelled sentences (the first n of its one shuffle, the same for every seed) and a
-  sample of its own for each seed (:func:`~shoulders.recipes.finetune.label_sample`, as chapter 16 draws them),
+  sample of its own for each seed (:func:`~shoulders.recipes.finetune.seed_samples`, as chapter 16 draws them),
   at 100, 300 and 1,000 labels: is the page's gain a property of its one sample? With a sample per seed, the
   seeds' range holds the luck of the sample too;
 * ``long-stage-2`` -- stage 2 for ten passes over the task's text instead of the page's two (the ``full`` preset's
@@ -61,7 +61,7 @@ import torch
 import shoulders as sh
 from shoulders.models.awd_lstm import AWDLSTM, AWDLSTMConfig
 from shoulders.recipes import ulmfit
-from shoulders.recipes.finetune import accuracy, compare, label_sample, prior_loss, score_text
+from shoulders.recipes.finetune import accuracy, compare, score_text, seed_samples
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,14 +165,12 @@ def main() -> None:
                         SCRATCH: functools.partial(ulmfit.train_classifier, ulmfit=u, gradual=False)}
             t0 = time.perf_counter()
             seeds = range(u.seeds)
-            # the labelled sentences of each seed: the page's one sample, or the seed's own (label_sample)
-            parts = {s: [train[i] for i in label_sample(len(train), n, s)] if r.sample_per_seed else train[:n]
-                     for s in seeds}
+            # the labelled sentences of each seed: the page's one sample, or the seed's own (seed_samples)
+            parts = seed_samples(train, n, seeds) if r.sample_per_seed else {s: train[:n] for s in seeds}
             row = compare(ulmfit.classifier_maker(u, 2), {SEMI: ulmfit.fresh_copy(lm),
                                                           SCRATCH: lambda: AWDLSTM(lm.cfg)},
                           parts.__getitem__, vocab.unk_id, ft, lambda h: accuracy(h, dev, vocab.unk_id),
                           {SEMI: u.lr, SCRATCH: u.scratch_lr}, metric="dev accuracy %", baseline=50.0,
-                          prior=sum(prior_loss([f["labels"] for f in p]) for p in parts.values()) / len(parts),
                           steps=ft.steps_for(n), seeds=seeds, trainers=trainers)
             line = (f"| {n:,} | {u.lm_epochs:g} / {u.epochs:g} | {row[SEMI]['steps']:,} | {len(vocab):,} | "
                     f"{u.lr:g} | {u.drop_mult:g} | {'<eos>' if u.mark_start else 'word'} | "

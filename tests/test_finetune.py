@@ -13,7 +13,7 @@ from shoulders import heads
 from shoulders.models.bert import BertConfig, BertModel
 from shoulders.recipes.finetune import (BertFinetuningConfig, FeatureBatches, accuracy, compare, describe, finetune,
                                         label_budget_curve, label_sample, predict, prior_loss, record_row,
-                                        rows_from_ledger, set_trainable, shoulders_table)
+                                        rows_from_ledger, seed_samples, set_trainable, shoulders_table)
 from shoulders.train.forked import fork_context
 
 
@@ -134,6 +134,17 @@ def test_label_sample_is_nested_per_seed_and_checks_the_budget():
             label_sample(50, n, 0)
 
 
+def test_seed_samples_draw_each_seeds_own_sample_and_keep_the_whole_pool_in_order():
+    pool = _features(30)
+    own = seed_samples(pool, 12, range(3))
+    assert list(own) == [0, 1, 2] and all(len(v) == 12 for v in own.values())
+    assert all(own[s] == [pool[i] for i in label_sample(30, 12, s)] for s in own) and own[0] != own[1]
+    assert seed_samples(pool, 5, [2])[2] == own[2][:5]  # nested, as label_sample
+    assert all(v == pool for v in seed_samples(pool, 30, [0, 1]).values()), "the whole pool is no draw"
+    with pytest.raises(ValueError, match="budget of 31 labels cannot be drawn from 30"):
+        seed_samples(pool, 31, [0])
+
+
 def test_compare_with_a_sample_per_seed_trains_each_seed_on_its_own():
     """``features`` as a function of the seed: each seed's runs are those of compare on that seed's sample alone."""
     torch.manual_seed(0)
@@ -209,7 +220,7 @@ def test_a_row_round_trips_through_the_ledger(tmp_path, monkeypatch):
     assert rows_from_ledger("14c", scale="full") == {} and rows_from_ledger("other") == {}
 
 
-def test_label_budget_curve_runs_compare_on_growing_prefixes():
+def test_label_budget_curve_gives_each_seed_its_own_sample_of_each_budget():
     cfg = BertFinetuningConfig.preset("smoke", batch_size=8, epochs=1.0, max_steps=None, min_steps=4, lr=3e-3,
                                       scratch_lr=3e-3)
     feats = _features(48)
@@ -231,7 +242,14 @@ def test_label_budget_curve_runs_compare_on_growing_prefixes():
     assert small["train examples"] == 8 and large["train examples"] == 48
     assert small["a"]["steps"] == 4 and large["a"]["steps"] == 6  # max(cfg.min_steps, 1 epoch of 48 / 8)
     assert len(small["a"]["scores"]) == 2 and len(seen) == 2 * 2 * 2  # budgets x encoders x seeds
-    assert small["prior"] == pytest.approx(prior_loss([f["labels"] for f in feats[:8]]))
+    own = seed_samples(feats, 8, [0, 1])
+    assert own[0] != own[1] and own[0] != feats[:8]
+    assert small["prior"] == pytest.approx(sum(prior_loss([f["labels"] for f in own[s]]) for s in (0, 1)) / 2)
+    assert small["prior"] != pytest.approx(prior_loss([f["labels"] for f in feats[:8]])), "not one shared prefix"
+    again = compare(make, {"a": build}, own.__getitem__, 0, cfg, acc, {"a": 3e-3}, metric="acc", baseline=50.0,
+                    steps=4, seeds=[0, 1])
+    assert again["a"]["scores"] == small["a"]["scores"], "each seed trains on its own sample (seed_samples)"
+    assert large["prior"] == pytest.approx(prior_loss([f["labels"] for f in feats]))
     with pytest.raises(ValueError, match="budgets must increase strictly within 1..48"):
         label_budget_curve(make, {"a": build}, feats, 0, cfg, acc, {"a": 1e-3}, budgets=[48, 8], metric="acc",
                            baseline=50.0)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar, NamedTuple
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import numpy as np
 import torch
@@ -35,7 +35,9 @@ from ..train.schedules import linear_warmup_decay
 
 __all__ = ["MODES", "BertFinetuningConfig", "FeatureBatches", "accuracy", "compare", "describe", "finetune",
            "label_budget_curve", "label_sample", "predict", "prior_loss", "record_row", "rows_from_ledger",
-           "score_text", "set_trainable", "shoulders_table", "sst2_phrases"]
+           "score_text", "seed_samples", "set_trainable", "shoulders_table", "sst2_phrases"]
+
+T = TypeVar("T")
 
 
 @dataclasses.dataclass
@@ -267,21 +269,32 @@ def label_sample(pool: int, n: int, seed: int) -> list[int]:
     return np.random.default_rng(seed).permutation(pool)[:n].tolist()
 
 
+def seed_samples(features: Sequence[T], n: int, seeds: Iterable[int]) -> dict[int, list[T]]:
+    """``{seed: its labelled sample}`` of budget ``n`` from the pool ``features``: each seed's own draw
+    (:func:`label_sample`), so that the seeds' spread holds the luck of the sample as well as of the initialisation.
+    A budget of the whole pool is no draw: every seed gets ``features`` in the order given (the batches then are
+    the same as the pool's own)."""
+    if n == len(features):
+        return {int(s): list(features) for s in seeds}
+    return {int(s): [features[i] for i in label_sample(len(features), n, int(s))] for s in seeds}
+
+
 def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, Callable[[], nn.Module]],
             features: Sequence[Mapping[str, Any]] | Callable[[int], Sequence[Mapping[str, Any]]], pad_id: int,
             cfg: BertFinetuningConfig,
             score: Callable[[nn.Module], float], lrs: Mapping[str, float], *, metric: str, baseline: float,
-            prior: float, steps: int | None = None, device: Any = None,
+            prior: float | None = None, steps: int | None = None, device: Any = None,
             seeds: Sequence[int] = (0,), probe: Callable[[nn.Module], Mapping[str, float]] | None = None,
             probe_every: int = 10, trainers: Mapping[str, Callable[..., History]] | None = None) -> dict[str, Any]:
     """Fine-tune one head per encoder (e.g. ``{"pre-trained": ..., "from scratch": ...}``) on the same features
     with the same schedule and seeds, and score each: one row of chapter 14's table. ``features`` may also be a
-    function of the seed (``seed -> that seed's labelled features``, e.g. through :func:`label_sample`): then every
-    encoder trains, for each seed, on that seed's sample.
+    function of the seed (``seed -> that seed's labelled features``, e.g. ``seed_samples(...).__getitem__``): then
+    every encoder trains, for each seed, on that seed's sample.
 
     The row holds ``metric``, ``baseline`` (the score of a label-blind answer), ``prior`` (the label-blind
-    cross-entropy, :func:`prior_loss`), ``train examples``, ``seeds`` and, per encoder, its ``score`` (the mean over
-    ``seeds``), ``scores`` (one per seed, in order), ``train_loss`` (the last 20 updates, averaged over seeds),
+    cross-entropy, :func:`prior_loss`; by default that of each seed's sample's labels, averaged over the seeds),
+    ``train examples``, ``seeds`` and, per encoder, its ``score`` (the mean over ``seeds``), ``scores`` (one per
+    seed, in order), ``train_loss`` (the last 20 updates, averaged over seeds),
     ``seconds`` (per run) and ``steps``. Each seed fixes the head's and (from scratch) the encoder's
     initialisation, the dropout masks and the batch order, the same for every encoder.
 
@@ -299,6 +312,8 @@ def compare(make_head: Callable[[nn.Module], nn.Module], encoders: Mapping[str, 
     if not seeds:
         raise ValueError("compare needs at least one seed")
     sample = features if callable(features) else (lambda s: features)  # seed -> the labelled features it trains on
+    if prior is None:
+        prior = float(np.mean([prior_loss([f["labels"] for f in sample(s)]) for s in seeds]))
     row: dict[str, Any] = {"metric": metric, "baseline": float(baseline), "prior": float(prior),
                            "train examples": len(sample(seeds[0])), "seeds": [int(s) for s in seeds]}
     runs = [(name, int(s)) for name in encoders for s in seeds]
@@ -336,9 +351,12 @@ def label_budget_curve(make_head: Callable[[nn.Module], nn.Module], encoders: Ma
     """Held-out score against the number of labelled examples, for every encoder: the curve of ULMFiT's Figure 3
     (Howard & Ruder 2018, §5), where pre-training pays most when labels are few.
 
-    For each ``n`` of ``budgets`` the first ``n`` of ``features`` (shuffle them first) are fine-tuned on by
-    :func:`compare` with ``seeds``, for ``cfg.steps_for(n)`` updates (at least ``cfg.min_steps``: a few labels
-    still get enough updates to fit them). Returns ``{"metric", "baseline", "budgets", "seeds", "rows"}``: ``rows``
+    For each ``n`` of ``budgets`` every seed draws its own ``n`` labelled examples from the pool ``features``
+    (:func:`seed_samples`; a seed's smaller samples lie inside its larger ones, and the last budget may be the whole
+    pool), and :func:`compare` fine-tunes every encoder on each seed's sample for ``cfg.steps_for(n)`` updates (at
+    least ``cfg.min_steps``: a few labels still get enough updates to fit them). So the seeds' spread at a budget
+    holds the luck of which examples carry the labels, which one shared sample would hide (chapter 11 measures how
+    much). Returns ``{"metric", "baseline", "budgets", "seeds", "rows"}``: ``rows``
     holds one :func:`compare` row per budget (its encoders' ``score`` = mean over seeds, ``scores`` = one per seed).
     """
     budgets = [int(n) for n in budgets]
@@ -347,10 +365,9 @@ def label_budget_curve(make_head: Callable[[nn.Module], nn.Module], encoders: Ma
                          f"{budgets}")
     rows = []
     for n in budgets:
-        part = list(features[:n])
-        rows.append(compare(make_head, encoders, part, pad_id, cfg, score, lrs, metric=metric, baseline=baseline,
-                            prior=prior_loss([f["labels"] for f in part]),
-                            steps=cfg.steps_for(n), device=device, seeds=seeds))
+        rows.append(compare(make_head, encoders, seed_samples(features, n, seeds).__getitem__, pad_id, cfg, score,
+                            lrs, metric=metric, baseline=baseline, steps=cfg.steps_for(n), device=device,
+                            seeds=seeds))
     return {"metric": metric, "baseline": float(baseline), "budgets": budgets, "seeds": [int(s) for s in seeds],
             "rows": rows}
 
