@@ -67,11 +67,14 @@ class BertPretrainingConfig(Config):
 
     page_presets: ClassVar = {
         # chapter 14a's checks: held-out MLM accuracy above the unigram guess by this margin (smoke: ~9% vs ~5%
-        # after one minute), NSP accuracy above this (None: at chance after a one-minute run), and how many points
-        # of SST-2 dev accuracy the giant must add over from scratch with few labels (None: not asserted)
-        "smoke": dict(mlm_margin=0.02, min_nsp=None, steps_gain=None),
-        "cpu": dict(mlm_margin=0.05, min_nsp=0.55, steps_gain=5.0),
-        "full": dict(mlm_margin=0.05, min_nsp=0.55, steps_gain=5.0),
+        # after one minute), NSP accuracy above this (None: at chance after a one-minute run), and whether with
+        # few SST-2 labels (steps_labels, each seed its own) every seed of the giant must beat every seed of the same
+        # network from scratch (smoke: one minute of pre-training buys nothing yet). Measured at cpu (2026-12-07,
+        # two threads, seeds 0-2, 1,000 labels): 62.7 (61.2-64.1) vs 58.0 (56.5-60.0), +4.7. The page asserted
+        # +5 points before each seed drew its own sample: on the one shared sample the gain was +8.4.
+        "smoke": dict(mlm_margin=0.02, min_nsp=None, steps_beats_spread=False),
+        "cpu": dict(mlm_margin=0.05, min_nsp=0.55, steps_beats_spread=True),
+        "full": dict(mlm_margin=0.05, min_nsp=0.55, steps_beats_spread=True),
     }
     presets: ClassVar = {
         # measured: MLM accuracy leaves the unigram plateau slowly (BERT-tiny, 300 steps: ~9% against the
