@@ -46,15 +46,15 @@ class GPTFinetuningConfig(BertFinetuningConfig):
     copa_seeds: int = 1
 
     page_presets: ClassVar = {
-        # chapter 13's checks: fine-tuned SST-2 must clear the majority class by this many points; with all labels
-        # the pre-trained mean must beat the from-scratch mean; at the first budget of sst2_budgets (each seed its
-        # own sample) every pre-trained seed must beat every from-scratch seed -- at full only: at cpu (2026-12-07,
-        # two threads, seeds 0-2, 1,000 labels) 65.5 (62.2-67.7) vs 64.9 (61.9-67.0), while one shared sample for
-        # every seed, as the page drew before, gave 66.6 vs 64.6 with every seed above; and the linear probe on the giant's frozen states must beat the probe
-        # on an untrained network's (cpu: 61.8 untrained, 64.6 after 800 steps, 67.0 after 2,400; at smoke the
-        # one-minute giant's states are no better than random ones: 58.4 vs 61.2); the SST-2 mean with λ = 0.5
-        # must beat λ = 0's, and pre-trained must beat from scratch on SNLI (cpu, 2026-12-05: 78.1 vs 73.9; 47.9 vs
-        # 41.8)
+        # chapter 13's checks: fine-tuned SST-2 must clear the majority class by this many points; with all labels the
+        # pre-trained mean must beat the from-scratch mean; at the first budget of sst2_budgets (each seed its own
+        # sample) every pre-trained seed must beat every from-scratch seed -- at full only: at cpu (2026-12-07, two
+        # threads, seeds 0-2, 1,000 labels) 65.5 (62.2-67.7) vs 64.9 (61.9-67.0), while one shared sample for every
+        # seed, as the page drew before, gave 66.6 vs 64.6 with every seed above; and the linear probe on the giant's
+        # frozen states must beat the probe on an untrained network's (cpu: 61.8 untrained, 64.6 after 800 steps, 67.0
+        # after 2,400; at smoke the one-minute giant's states are no better than random ones: 58.4 vs 61.2); the SST-2
+        # mean with λ = 0.5 must beat λ = 0's, and pre-trained must beat from scratch on SNLI (cpu, 2026-12-05: 78.1 vs
+        # 73.9; 47.9 vs 41.8)
         "smoke": dict(sst2_over_majority=3.0, all_labels_mean=False, few_labels_spread=False, probe_rises=False,
                       aux_lm_helps=False, snli_gain=False),
         "cpu": dict(sst2_over_majority=15.0, all_labels_mean=True, few_labels_spread=False, probe_rises=True,
