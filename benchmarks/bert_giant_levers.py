@@ -25,7 +25,11 @@ pre-trained with, so the rows differ only in their pre-trained weights. The leve
 * pre-LN layers (Xiong et al. 2020, "On layer normalization in the Transformer architecture"): LayerNorm at each
   sub-layer's input and one over the top layer's output, instead of the paper's LayerNorm after each residual sum;
   well-behaved gradients at the start of training, so the same warm-up and rate may go further in a short run. It
-  is another network, so it too gets its own from-scratch row (the same pre-LN network, random).
+  is another network, so it too gets its own from-scratch row (the same pre-LN network, random);
+* no next-sentence prediction: the same pairs (B the text that follows A half of the time), masked LM alone -- the
+  ablation of RoBERTa (Liu et al. 2019, §4.2, who found NSP's removal matched or helped) and XLNet (Table 6), whose
+  giant in chapter 15 is pre-trained this way. The ``[CLS]`` pooler then gets no pre-training (it starts
+  fine-tuning as initialised), and the row's NSP column is empty.
 
 A lever that changes the network (its vocabulary or its layers) is compared with that network from scratch.
 
@@ -55,7 +59,8 @@ LEVERS = (("the preset", lambda c: {}),
           ("twice the steps", lambda c: dict(steps=2 * c.steps, warmup=2 * c.warmup)),
           ("40% masked, peak rate x2", lambda c: dict(mask_prob=0.4, lr=2 * c.lr)),
           ("half the vocabulary", lambda c: dict(vocab_size=c.vocab_size // 2)),
-          ("pre-LN", lambda c: dict(norm_first=True)))
+          ("pre-LN", lambda c: dict(norm_first=True)),
+          ("no next-sentence prediction", lambda c: dict(nsp=False)))
 
 
 def finetuning_encoder(giant: giants.Loaded, like: BertModel) -> BertModel:
@@ -136,7 +141,8 @@ def main() -> None:
         if list(giant.tokenizer.vocab.tokens) != list(tok.vocab.tokens):
             raise RuntimeError(f"lever {name!r}: the giant's WordPiece vocabulary is not the one its rows read")
         m = giant.metrics
-        pre = (f"{vcfg.steps:,}, {100 * m['mlm_acc']:.1f} / {100 * m['nsp_acc']:.1f}, "
+        nsp = f"{100 * m['nsp_acc']:.1f}" if "nsp_acc" in m else "-"
+        pre = (f"{vcfg.steps:,}, {100 * m['mlm_acc']:.1f} / {nsp}, "
                f"{giant.card.get('wall_time_s', float('nan')) / 60:.1f}")
         row(f"pre-trained: {name}", lambda: finetuning_encoder(giant, like), cfg.lr, pre, vcfg)
 

@@ -225,15 +225,17 @@ def test_bert_all_labels_tiny():
 
 @NO_WIKITEXT
 def test_bert_giant_levers_tiny():
-    out = run("benchmarks/bert_giant_levers.py", "--tiny", "--threads", "1", "--levers", "7", "8", "--scratch",
+    out = run("benchmarks/bert_giant_levers.py", "--tiny", "--threads", "1", "--levers", "7", "8", "9", "--scratch",
               "--labels", "100")
     rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| ")]
     rows = [r for r in rows if len(r) == 5 and r[0] != "encoder" and not r[0].startswith("---")]
     # the preset's control, then each lever that changes the network with its own control: in its vocabulary (the
-    # smoke preset's 2,000 pieces halved), and with its layers (pre-LN)
+    # smoke preset's 2,000 pieces halved), and with its layers (pre-LN); without NSP the network is the preset's
     assert [r[0] for r in rows] == ["from scratch", "from scratch, 1,000 pieces", "pre-trained: half the vocabulary",
-                                    "from scratch, pre-LN", "pre-trained: pre-LN"]
-    assert rows[2][1].startswith("30, ") and rows[4][1].startswith("30, ")  # a tenth of the smoke preset's steps
+                                    "from scratch, pre-LN", "pre-trained: pre-LN",
+                                    "pre-trained: no next-sentence prediction"]
+    assert all(rows[i][1].startswith("30, ") for i in (2, 4, 5))  # a tenth of the smoke preset's steps
+    assert " / -, " in rows[5][1] and " / -, " not in rows[4][1]  # no NSP accuracy where NSP was not trained
     assert all(0 < float(r[2]) <= 100 for r in rows)
     bad = subprocess.run([sys.executable, "benchmarks/bert_giant_levers.py", "--tiny", "--levers", "99"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -166,3 +166,34 @@ def test_the_long_phase_packs_longer_pairs_in_its_own_batches_from_its_first_pas
     assert PretrainingBatches(docs, tok, cfg.replace(long_len=None)).long_phase_start(1_000) is None
     with pytest.raises(ValueError, match="long_len"):
         cfg.replace(long_len=16)
+
+
+def test_without_nsp_the_same_pairs_train_masked_lm_alone(documents):
+    """The NSP ablation (``nsp=False``; RoBERTa §4.2, XLNet Table 6): the batches are the same pairs, masked the
+    same way, without ``nsp_labels``; the loss is the masked-LM loss alone, so no gradient reaches the NSP
+    classifier or the ``[CLS]`` pooler; held-out evaluation reports no NSP accuracy."""
+    from shoulders.models.bert import BertForPreTraining
+    from shoulders.recipes.bert import BertPretrainingConfig, PretrainingBatches, evaluate_pretraining
+    from shoulders.text.wordpiece import WordPiece
+
+    index: dict[str, int] = {}
+    docs = [[[index.setdefault(t, len(index) + 5) for t in s] for s in d] for d in documents[:30]]
+    tok = WordPiece(WordPiece.SPECIALS + tuple(f"w{i}" for i in range(len(index))))
+    cfg = BertPretrainingConfig.preset("smoke", max_len=32, batch_size=8)
+    batches = {}
+    for nsp in (True, False):
+        random.seed(0)
+        torch.manual_seed(0)
+        batches[nsp] = next(iter(PretrainingBatches(docs, tok, cfg.replace(nsp=nsp))))
+    assert "nsp_labels" in batches[True] and "nsp_labels" not in batches[False]
+    for k in ("input_ids", "token_type_ids", "mlm_labels"):
+        assert torch.equal(batches[True][k], batches[False][k]), k
+    torch.manual_seed(0)
+    model = BertForPreTraining(cfg.model_config(len(tok), tok.pad_id)).eval()
+    out = model(**batches[False])
+    assert "nsp_loss" not in out and torch.equal(out["loss"], out["mlm_loss"])
+    out["loss"].backward()
+    assert model.nsp.weight.grad is None and model.bert.pooler.weight.grad is None
+    assert model.bert.embeddings.word.weight.grad is not None
+    assert set(evaluate_pretraining(model, [batches[False]])) == {"mlm_acc", "mlm_loss"}
+    assert "nsp_acc" in evaluate_pretraining(model, [batches[True]])

@@ -276,3 +276,11 @@ def test_bert_pre_ln_is_a_late_field_of_its_own_giant():
     assert cpu.replace(norm_first=True).model_config(100).block().norm_first
     with pytest.raises(sh.config.ConfigError, match="norm_first=True is a BERT lever"):
         XLNetPretrainingConfig.preset("smoke", norm_first=True)
+
+
+def test_bert_without_nsp_is_a_late_field_of_its_own_giant():
+    cpu = BertPretrainingConfig.preset("cpu")
+    assert "nsp" not in sh.config.key_fields(cpu), "NSP on (the paper's) keeps the giants trained before the field"
+    assert sh.giants.key("bert", cpu.replace(nsp=False)) != sh.giants.key("bert", cpu)
+    with pytest.raises(sh.config.ConfigError, match="nsp=False is a BERT lever"):
+        XLNetPretrainingConfig.preset("smoke", nsp=False)

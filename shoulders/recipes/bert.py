@@ -64,6 +64,7 @@ class BertPretrainingConfig(Config):
     eval_pairs: int = 512             # held-out pairs (WikiText-2 validation) for MLM / NSP accuracy
     eval_every: int = 200
     norm_first: bool = late_field(False)  # the paper's post-LN layer; True: pre-LN (Xiong et al. 2020), a lever
+    nsp: bool = late_field(True)  # the next-sentence loss; False: masked LM alone on the same pairs, an ablation
 
     page_presets: ClassVar = {
         # chapter 14a's checks: held-out MLM accuracy above the unigram guess by this margin (smoke: ~9% vs ~5%
@@ -137,8 +138,9 @@ class PretrainingBatches:
 
     Yields dicts for :class:`~shoulders.models.bert.BertForPreTraining`: ``input_ids``, ``token_type_ids``,
     ``attention_mask`` ``(B, T)``, ``mlm_labels`` ``(B, T)`` (:data:`IGNORE` where not predicted) and
-    ``nsp_labels`` ``(B,)``. Randomness comes from the global ``random`` and torch generators, which ``fit``
-    reseeds per epoch, so a resumed run replays the same batches.
+    ``nsp_labels`` ``(B,)`` -- left out with ``cfg.nsp`` off: the same pairs (B random half of the time), masked LM
+    alone, the ablation of RoBERTa (Liu et al. 2019, §4.2) and XLNet (Table 6). Randomness comes from the global
+    ``random`` and torch generators, which ``fit`` reseeds per epoch, so a resumed run replays the same batches.
 
     The paper's two phases (Appendix A.2: length 128 for 90% of the steps, then 512): for a run of ``steps``
     updates, passes from ``long_from`` on (:meth:`long_phase_start`; ``fit`` tells the pass number through
@@ -176,7 +178,8 @@ class PretrainingBatches:
         T = self.length if length is None else length
         for p in nsp_pairs(self.documents, T, self.cfg.short_seq_prob, rng=r):
             ids, segments = self.pack(p.a, p.b, T)
-            features.append({"input_ids": ids, "token_type_ids": segments, "nsp_labels": p.label})
+            features.append({"input_ids": ids, "token_type_ids": segments}
+                            | ({"nsp_labels": p.label} if self.cfg.nsp else {}))
         r.shuffle(features)
         return features
 

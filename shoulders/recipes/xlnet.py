@@ -76,6 +76,8 @@ class XLNetPretrainingConfig(BertPretrainingConfig):
             raise ConfigError(f"size must be one of {sorted(XLNetConfig.SIZES)}, got {self.size!r}")
         if self.norm_first:
             raise ConfigError("norm_first=True is a BERT lever: XLNet's two-stream layers here are post-LN only")
+        if not self.nsp:
+            raise ConfigError("nsp=False is a BERT lever: XLNet has no next-sentence loss to leave out")
         if self.predict_k < 2:
             raise ConfigError(f"predict_k (K: predict the last 1/K of each order) must be >= 2, got {self.predict_k}")
 
