@@ -8,10 +8,13 @@ import random
 import pytest
 import torch
 
+from shoulders.data import mirror_folder, wikitext_detokenize, wikitext_documents
+from shoulders.models.bert import BertForPreTraining
+from shoulders.recipes.bert import BertPretrainingConfig, PretrainingBatches, evaluate_pretraining
 from shoulders.text.bert_inputs import IGNORE, collate, pack
 from shoulders.text.masking import mask_tokens
-from shoulders.data import mirror_folder, wikitext_detokenize, wikitext_documents
 from shoulders.text.nsp_pairs import IS_NEXT, NOT_NEXT, nsp_pairs
+from shoulders.text.wordpiece import WordPiece
 
 MASK, V, SPECIALS = 4, 1000, 5
 
@@ -138,16 +141,18 @@ def test_nsp_pairs_needs_two_documents():
         nsp_pairs([[[1, 2], [3, 4]]], 16)
 
 
+def _as_ids(documents):
+    """``documents`` of words as ids after the specials, and a WordPiece whose pieces are those words."""
+    index: dict[str, int] = {}
+    docs = [[[index.setdefault(t, len(index) + len(WordPiece.SPECIALS)) for t in s] for s in d] for d in documents]
+    return docs, WordPiece(WordPiece.SPECIALS + tuple(f"w{i}" for i in range(len(index))))
+
+
 def test_the_long_phase_packs_longer_pairs_in_its_own_batches_from_its_first_pass(documents):
     """The paper's two phases (Appendix A.2): passes before ``long_from`` pack ``max_len`` pieces in batches of
     ``batch_size``, later passes ``long_len`` in ``long_batch_size``; ``long_phase_start`` leaves about
     ``1 - long_frac`` of the steps to the short phase, in whole passes."""
-    from shoulders.recipes.bert import BertPretrainingConfig, PretrainingBatches
-    from shoulders.text.wordpiece import WordPiece
-
-    index: dict[str, int] = {}
-    docs = [[[index.setdefault(t, len(index) + 5) for t in s] for s in d] for d in documents[:60]]
-    tok = WordPiece(WordPiece.SPECIALS + tuple(f"w{i}" for i in range(len(index))))
+    docs, tok = _as_ids(documents[:60])
     cfg = BertPretrainingConfig.preset("smoke", max_len=32, batch_size=8, long_len=64, long_batch_size=4,
                                        long_frac=0.25, steps=3_000, warmup=10)
     data = PretrainingBatches(docs, tok, cfg, steps=cfg.steps)
@@ -172,13 +177,7 @@ def test_without_nsp_the_same_pairs_train_masked_lm_alone(documents):
     """The NSP ablation (``nsp=False``; RoBERTa §4.2, XLNet Table 6): the batches are the same pairs, masked the
     same way, without ``nsp_labels``; the loss is the masked-LM loss alone, so no gradient reaches the NSP
     classifier or the ``[CLS]`` pooler; held-out evaluation reports no NSP accuracy."""
-    from shoulders.models.bert import BertForPreTraining
-    from shoulders.recipes.bert import BertPretrainingConfig, PretrainingBatches, evaluate_pretraining
-    from shoulders.text.wordpiece import WordPiece
-
-    index: dict[str, int] = {}
-    docs = [[[index.setdefault(t, len(index) + 5) for t in s] for s in d] for d in documents[:30]]
-    tok = WordPiece(WordPiece.SPECIALS + tuple(f"w{i}" for i in range(len(index))))
+    docs, tok = _as_ids(documents[:30])
     cfg = BertPretrainingConfig.preset("smoke", max_len=32, batch_size=8)
     batches = {}
     for nsp in (True, False):
