@@ -11,8 +11,8 @@ import torch
 
 from shoulders import heads
 from shoulders.models.bert import BertConfig, BertModel
-from shoulders.recipes.finetune import (BertFinetuningConfig, FeatureBatches, accuracy, compare, describe, finetune,
-                                        label_budget_curve, label_sample, predict, prior_loss, record_row,
+from shoulders.recipes.finetune import (BertFinetuningConfig, FeatureBatches, accuracy, beats_spread, compare,
+                                        describe, finetune, label_budget_curve, label_sample, predict, prior_loss, record_row,
                                         rows_from_ledger, seed_samples, set_trainable, shoulders_table)
 from shoulders.train.forked import fork_context
 
@@ -191,6 +191,18 @@ def test_compare_on_forked_workers_gives_the_runs_in_order_their_numbers_and_ran
     assert torch.equal(after[1][0], after[2][0]) and after[1][1:] == after[2][1:]
     with pytest.raises(ValueError, match="workers must be positive"):
         cfg.replace(workers=0)
+
+
+def test_beats_spread_needs_the_worst_seed_above_the_best_control_seed():
+    row = {"pre-trained": {"scores": [80.0, 79.5, 81.0]}, "from scratch": {"scores": [79.4, 78.0, 79.0]},
+           "GloVe": {"scores": [79.5, 70.0]}}
+    assert beats_spread(row)                                   # 79.5 > 79.4
+    assert not beats_spread(row, ("from scratch", "pre-trained"))
+    assert not beats_spread(row, ("pre-trained", "GloVe"))     # a tie of the worst and the best is not a win
+    means_apart = {"pre-trained": {"scores": [82.0, 78.0]}, "from scratch": {"scores": [79.0, 79.0]}}
+    assert not beats_spread(means_apart)                       # a higher mean (80 vs 79) is not enough
+    with pytest.raises(KeyError):
+        beats_spread(row, ("pre-trained", "GloVe + ELMo"))
 
 
 def test_config_checks_and_steps():

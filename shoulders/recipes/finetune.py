@@ -33,8 +33,8 @@ from ..train.optimizers import adamw
 from ..train.param_groups import freeze, trainable, unfreeze
 from ..train.schedules import linear_warmup_decay
 
-__all__ = ["MODES", "BertFinetuningConfig", "FeatureBatches", "accuracy", "compare", "describe", "finetune",
-           "label_budget_curve", "label_sample", "predict", "prior_loss", "record_row", "rows_from_ledger",
+__all__ = ["MODES", "BertFinetuningConfig", "FeatureBatches", "accuracy", "beats_spread", "compare", "describe",
+           "finetune", "label_budget_curve", "label_sample", "predict", "prior_loss", "record_row", "rows_from_ledger",
            "score_text", "seed_samples", "set_trainable", "shoulders_table", "sst2_phrases"]
 
 T = TypeVar("T")
@@ -433,6 +433,13 @@ def describe(task: str, row: Mapping[str, Any], pair: tuple[str, str] = PAIR) ->
             f"{row['baseline']:.1f}; final training loss {p['train_loss']:.3f} / {s['train_loss']:.3f} "
             f"(label-blind {row['prior']:.3f}); {p['steps']} updates, {p['seconds']:.0f} s + {s['seconds']:.0f} s "
             f"a run")
+
+
+def beats_spread(row: Mapping[str, Any], pair: tuple[str, str] = PAIR) -> bool:
+    """The book's "beats it by more than the seeds' spread": every run of ``pair[0]`` (each seed's score) above
+    every run of ``pair[1]`` in a row of :func:`compare` -- the worst seed of the model above the best seed of its
+    control. ``pair`` as for :func:`describe`."""
+    return min(row[pair[0]]["scores"]) > max(row[pair[1]]["scores"])
 
 
 def shoulders_table(results: Mapping[str, Mapping[str, Any]], pair: tuple[str, str] = PAIR) -> str:
