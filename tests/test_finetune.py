@@ -12,8 +12,8 @@ import torch
 from shoulders import heads
 from shoulders.models.bert import BertConfig, BertModel
 from shoulders.recipes.finetune import (BertFinetuningConfig, FeatureBatches, accuracy, beats_spread, compare,
-                                        describe, finetune, label_budget_curve, label_sample, predict, prior_loss, record_row,
-                                        rows_from_ledger, seed_samples, set_trainable, shoulders_table)
+                                        describe, finetune, label_budget_curve, label_sample, predict, prior_loss,
+                                        record_row, rows_from_ledger, seed_samples, set_trainable, shoulders_table)
 from shoulders.train.forked import fork_context
 
 
