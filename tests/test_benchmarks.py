@@ -225,16 +225,19 @@ def test_bert_all_labels_tiny():
 
 @NO_WIKITEXT
 def test_bert_giant_levers_tiny():
-    out = run("benchmarks/bert_giant_levers.py", "--tiny", "--threads", "1", "--levers", "7", "8", "9", "--scratch",
-              "--labels", "100")
+    out = run("benchmarks/bert_giant_levers.py", "--tiny", "--threads", "1", "--levers", "7", "8", "9", "10",
+              "--scratch", "--labels", "100")
     rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| ")]
     rows = [r for r in rows if len(r) == 5 and r[0] != "encoder" and not r[0].startswith("---")]
     # the preset's control, then each lever that changes the network with its own control: in its vocabulary (the
-    # smoke preset's 2,000 pieces halved), and with its layers (pre-LN); without NSP the network is the preset's
+    # smoke preset's 2,000 pieces halved), with its layers (pre-LN), and its size (BERT-mini); without NSP the
+    # network is the preset's
     assert [r[0] for r in rows] == ["from scratch", "from scratch, 1,000 pieces", "pre-trained: half the vocabulary",
                                     "from scratch, pre-LN", "pre-trained: pre-LN",
-                                    "pre-trained: no next-sentence prediction"]
+                                    "pre-trained: no next-sentence prediction",
+                                    "from scratch, BERT-mini", "pre-trained: BERT-mini, a quarter of the steps"]
     assert all(rows[i][1].startswith("30, ") for i in (2, 4, 5))  # a tenth of the smoke preset's steps
+    assert rows[7][1].startswith("7, ")  # ... and a tenth of a quarter of them for the larger network
     assert " / -, " in rows[5][1] and " / -, " not in rows[4][1]  # no NSP accuracy where NSP was not trained
     assert all(0 < float(r[2]) <= 100 for r in rows)
     bad = subprocess.run([sys.executable, "benchmarks/bert_giant_levers.py", "--tiny", "--levers", "99"],
