@@ -36,7 +36,7 @@ pre-trained with, so the rows differ only in their pre-trained weights. The leve
   al. 2020, "Scaling laws for neural language models"), and a wider network has room for more of what
   pre-training teaches. It is another network, so it gets its own from-scratch row.
 
-A lever that changes the network (its vocabulary or its layers) is compared with that network from scratch.
+A lever that changes the network (its vocabulary, its layers or its size) is compared with that network from scratch.
 
 It prints one Markdown row per encoder: the giant's held-out MLM / NSP accuracy and training minutes, then the
 mean dev accuracy, each seed, and the seconds per fine-tuning run. On a GPU (``shoulders.device()``) the same rows
