@@ -31,9 +31,9 @@ pre-trained with, so the rows differ only in their pre-trained weights. The leve
   giant in chapter 15 is pre-trained this way. The ``[CLS]`` pooler then gets no pre-training (it starts
   fine-tuning as initialised), and the row's NSP column is empty;
 * a larger network in the same hour: BERT-mini (Turc et al. 2019: 4 layers of width 256 instead of tiny's 2 of
-  128), about 4.5 times tiny's seconds a step on two CPU threads (0.72-0.78 s against 0.16-0.19, measured
-  2026-12-07), so a quarter of the steps: larger language models learn more from each token they see (Kaplan et
-  al. 2020, "Scaling laws for neural language models"), and a wider network has room for more of what
+  128) costs about four times as much a step (its rows show it: the seconds per fine-tuning run, and the giant's
+  minutes for its steps), so a quarter of the steps: larger language models learn more from each token they see
+  (Kaplan et al. 2020, "Scaling laws for neural language models"), and a wider network has room for more of what
   pre-training teaches. It is another network, so it gets its own from-scratch row.
 
 A lever that changes the network (its vocabulary, its layers or its size) is compared with that network from scratch.
