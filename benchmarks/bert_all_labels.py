@@ -17,7 +17,18 @@ at a time:
   paper's three passes, Appendix A.3);
 * the pooler: the giant's ``[CLS]`` pooler, trained for next-sentence prediction, re-initialised before
   fine-tuning (Zhang et al. 2021, "Revisiting few-sample BERT fine-tuning", §5, re-initialise the top of the
-  pre-trained network: it is the part most specialised to the pre-training task).
+  pre-trained network: it is the part most specialised to the pre-training task);
+* the way of fine-tuning (the column "fine-tuning"; the page's is "as the page"), each for both encoders where it
+  applies to both: a *linear probe first* (Kumar et al. 2022, "Fine-tuning can distort pretrained features": the
+  classifier trained alone on the frozen encoder, a ``PROBE_SHARE`` of the run's updates more at ``PROBE_LR``,
+  before the page's fine-tuning, so that a random head does not pull the pre-trained features about at first;
+  the "updates" column counts the fine-tuning's only);
+  *layer-wise rates* (Sun et al. 2019, "How to fine-tune BERT for text classification?", §5.3: each layer's rate
+  ``LAYER_DECAY`` times the one above, the embeddings lowest -- ULMFiT's discriminative rates, chapter 11);
+  a *weight average* (Polyak averaging: the classifier scored with an exponential moving average of its weights,
+  decay ``AVERAGE_DECAY``, which smooths the last updates' noise); *mean pooling* (the classifier on the mean of
+  the top layer's token vectors instead of the ``[CLS]`` pooler: Reimers & Gurevych 2019 pool so; masked LM
+  trains every token's vector and only next-sentence prediction trains ``[CLS]``).
 
 It prints one Markdown row per variant: the mean dev accuracy, each seed, and the seconds per run. A second table
 asks whether the page's one rate for both encoders is fair to the fresh network where labels are few: for the
@@ -32,30 +43,114 @@ import copy
 import functools
 import time
 
+import inspect
+from typing import Any
+
 import torch
+import torch.nn.functional as F
 
 from shoulders import giants, heads
 from shoulders._seed import seed as set_seed
 from shoulders.models.bert import BertModel, init_bert_weights
 from shoulders.recipes.bert import BertPretrainingConfig
 from shoulders.recipes.bert_in_domain import InDomainConfig
-from shoulders.recipes.finetune import BertFinetuningConfig, accuracy, compare, seed_samples, sst2_phrases
+from shoulders.recipes.finetune import (BertFinetuningConfig, FeatureBatches, accuracy, compare, finetune,
+                                        seed_samples, set_trainable, sst2_phrases)
+from shoulders.train import Callback, discriminative_lr, fit
+from shoulders.train.optimizers import adamw
+from shoulders.train.schedules import linear_warmup_decay
 
-# (encoder, learning rate or None for the page's, max updates: None for the page's cap, 0 for none = cfg.epochs passes)
-VARIANTS = (("from scratch", None, None), ("pre-trained", None, None), ("pre-trained + SST text", None, None),
-            ("pre-trained", 2e-4, None), ("pre-trained + SST text", 2e-4, None),
-            ("pre-trained", 1e-3, None), ("pre-trained + SST text", 1e-3, None), ("from scratch", 1e-3, None),
-            ("from scratch", None, 3_000), ("pre-trained", None, 3_000),
-            ("from scratch", None, 0), ("pre-trained", None, 0),
-            ("pre-trained, new pooler", None, None), ("pre-trained + SST text", None, 3_000))
+PAGE = "as the page"
+PROBE, LAYERWISE, AVERAGE, MEAN = "linear probe first", "layer-wise rates", "weight average", "mean pooling"
+# (encoder, learning rate or None for the page's, max updates: None for the page's cap, 0 for none = cfg.epochs
+# passes, the way of fine-tuning)
+VARIANTS = (("from scratch", None, None, PAGE), ("pre-trained", None, None, PAGE),
+            ("pre-trained + SST text", None, None, PAGE),
+            ("pre-trained", 2e-4, None, PAGE), ("pre-trained + SST text", 2e-4, None, PAGE),
+            ("pre-trained", 1e-3, None, PAGE), ("pre-trained + SST text", 1e-3, None, PAGE),
+            ("from scratch", 1e-3, None, PAGE),
+            ("from scratch", None, 3_000, PAGE), ("pre-trained", None, 3_000, PAGE),
+            ("from scratch", None, 0, PAGE), ("pre-trained", None, 0, PAGE),
+            ("pre-trained, new pooler", None, None, PAGE), ("pre-trained + SST text", None, 3_000, PAGE),
+            ("from scratch", None, None, PROBE), ("pre-trained", None, None, PROBE),
+            ("pre-trained", None, None, LAYERWISE),
+            ("from scratch", None, None, AVERAGE), ("pre-trained", None, None, AVERAGE),
+            ("from scratch", None, None, MEAN), ("pre-trained", None, None, MEAN),
+            ("from scratch", None, 3_000, MEAN), ("pre-trained", None, 3_000, MEAN))
 RATE_ENCODERS = ("from scratch", "pre-trained", "pre-trained + SST text")  # the few-labels table's encoders
 RATES = (2e-4, 5e-4, 1e-3)
+PROBE_SHARE, PROBE_LR = 0.2, 1e-3   # the linear probe before fine-tuning: 300 updates before the page's 1,500
+LAYER_DECAY = 0.8                   # Sun et al. (2019) found 0.95 best for BERT-base's 12 layers; ours has 2
+AVERAGE_DECAY = 0.998               # the average's horizon: about 500 of the 1,500 updates
 
 
 def new_pooler(encoder: BertModel) -> BertModel:
     """``encoder`` with its ``[CLS]`` pooler drawn afresh, as BERT initialises it (N(0, 0.02^2), zero bias)."""
     init_bert_weights(encoder.pooler)
     return encoder
+
+
+class MeanPooled(heads.SequenceClassifier):
+    """:class:`~shoulders.heads.SequenceClassifier` on the mean of the top layer's token vectors (padding left
+    out) instead of the pooled ``[CLS]`` vector (the pooler then gets no gradient)."""
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> Any:
+        out = self.encoder(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+        mask = (torch.ones_like(input_ids) if attention_mask is None else attention_mask).unsqueeze(-1).float()
+        pooled = (out.hidden * mask).sum(1) / mask.sum(1)  # (B, d)
+        logits = self.classifier(self.dropout(pooled))  # (B, 2)
+        if labels is None:
+            return logits
+        return {"loss": F.cross_entropy(logits, labels), "acc": (logits.argmax(-1) == labels).float().mean()}
+
+
+class WeightAverage(Callback):
+    """An exponential moving average of the model's floating-point weights, updated after every step with decay
+    ``min(decay, (1 + n) / (10 + n))`` at the n-th (short at first, so the start is soon forgotten)."""
+
+    def __init__(self, decay: float):
+        self.decay, self.n, self.average = decay, 0, None
+
+    def on_step_end(self, run: Any, logs: dict[str, float]) -> None:
+        state = run.model.state_dict()
+        if self.average is None:
+            self.average = {k: v.detach().clone() for k, v in state.items()}
+        self.n += 1
+        d = min(self.decay, (1 + self.n) / (10 + self.n))
+        for k, v in state.items():
+            if v.is_floating_point():
+                self.average[k].mul_(d).add_(v.detach(), alpha=1 - d)
+
+
+def probe_first(head, features, pad_id, cfg, lr=None, steps=None, **kw):
+    """:func:`finetune` after ``PROBE_SHARE * steps`` updates of the classifier alone on the frozen encoder."""
+    set_trainable(head, "frozen")
+    finetune(head, features, pad_id, cfg, lr=PROBE_LR, steps=max(1, round(PROBE_SHARE * steps)), **kw)
+    set_trainable(head, "full")
+    return finetune(head, features, pad_id, cfg, lr=lr, steps=steps, **kw)
+
+
+def layerwise(head, features, pad_id, cfg, lr=None, steps=None, **kw):
+    """:func:`finetune` with each layer's rate ``LAYER_DECAY`` times the one above (embeddings, layers bottom to
+    top, then the pooler and classifier at ``lr``)."""
+    bert = head.encoder
+    groups = [bert.embeddings, *bert.encoder.layers, [bert.pooler, head.classifier]]
+    optimizer = adamw(discriminative_lr(groups, lr, decay=1 / LAYER_DECAY), lr=lr, weight_decay=cfg.weight_decay)
+    keys = list(inspect.signature(head.forward).parameters)
+    return fit(head, FeatureBatches(features, cfg.batch_size, pad_id, keys=keys), optimizer, steps=steps,
+               schedule=linear_warmup_decay(int(cfg.warmup_frac * steps), steps), clip=1.0, **kw)
+
+
+def averaged(head, features, pad_id, cfg, lr=None, steps=None, callbacks=(), **kw):
+    """:func:`finetune`, then the head takes the weight average of its run (:class:`WeightAverage`)."""
+    average = WeightAverage(AVERAGE_DECAY)
+    history = finetune(head, features, pad_id, cfg, lr=lr, steps=steps, callbacks=[*callbacks, average], **kw)
+    head.load_state_dict(average.average)
+    return history
+
+
+TRAINERS = {PAGE: finetune, PROBE: probe_first, LAYERWISE: layerwise, AVERAGE: averaged, MEAN: finetune}
 
 
 def main() -> None:
@@ -91,23 +186,25 @@ def main() -> None:
     print(f"{preset} presets, {torch.get_num_threads()} thread(s); SST-2 dev accuracy % after fine-tuning on "
           f"{len(train):,} phrases, seeds {list(seeds)}; majority class {majority:.1f}%")
 
-    def run(name: str, rate: float, n: int, run_cfg: BertFinetuningConfig) -> dict:
+    def run(name: str, rate: float, n: int, run_cfg: BertFinetuningConfig, way: str = PAGE) -> dict:
         # each seed's own n phrases, as the page's curve draws them (every label: the pool in the page's order)
-        return compare(lambda enc: heads.SequenceClassifier(enc, 2), {name: encoders[name]},
+        classifier = MeanPooled if way == MEAN else heads.SequenceClassifier
+        return compare(lambda enc: classifier(enc, 2), {name: encoders[name]},
                        seed_samples(train, n, seeds).__getitem__, tok.pad_id, run_cfg,
                        lambda head: accuracy(head, dev, tok.pad_id), {name: rate}, metric="dev accuracy %",
-                       baseline=majority, steps=run_cfg.steps_for(n), seeds=seeds)[name]
+                       baseline=majority, steps=run_cfg.steps_for(n), seeds=seeds,
+                       trainers={name: TRAINERS[way]})[name]
 
-    print("\nWith every label:\n\n| encoder | learning rate | updates | mean | seeds | s per run |\n"
-          "|---|---|---|---|---|---|")
-    for i, (name, lr, max_steps) in enumerate(VARIANTS):
+    print("\nWith every label:\n\n| encoder | fine-tuning | learning rate | updates | mean | seeds | s per run |\n"
+          "|---|---|---|---|---|---|---|")
+    for i, (name, lr, max_steps, way) in enumerate(VARIANTS):
         if args.variants is not None and i not in args.variants:
             continue
         run_cfg = cfg if max_steps is None else cfg.replace(max_steps=max_steps or None)
         rate = lr or (cfg.scratch_lr if name == "from scratch" else cfg.lr)
         t0 = time.perf_counter()
-        r = run(name, rate, len(train), run_cfg)
-        print(f"| {name} | {rate:g} | {r['steps']:,} | {r['score']:.1f} | "
+        r = run(name, rate, len(train), run_cfg, way)
+        print(f"| {name} | {way} | {rate:g} | {r['steps']:,} | {r['score']:.1f} | "
               f"{' / '.join(f'{s:.1f}' for s in r['scores'])} | {(time.perf_counter() - t0) / len(seeds):.0f} |",
               flush=True)
     budgets = [] if args.no_rates else [n for n in (args.budgets or cfg.sst2_budgets) if n <= min(1_000, len(train))]

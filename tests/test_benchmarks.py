@@ -206,9 +206,15 @@ def test_bert_all_labels_tiny():
     out = run("benchmarks/bert_all_labels.py", "--tiny", "--threads", "1", "--budgets", "100", timeout=400)
     rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| ")]
     names = ("from scratch", "pre-trained", "pre-trained + SST text", "pre-trained, new pooler")
-    variants = [r for r in rows if len(r) == 6 and r[0] in names]
-    assert len(variants) == 14 and all(0 < float(r[3]) <= 100 for r in variants)
+    variants = [r for r in rows if len(r) == 7 and r[0] in names]
+    assert len(variants) == 23 and all(0 < float(r[4]) <= 100 for r in variants)
     assert {r[0] for r in variants} == set(names)
+    ways = [r[1] for r in variants]
+    assert ways[:14] == ["as the page"] * 14
+    assert ways[14:] == ["linear probe first"] * 2 + ["layer-wise rates"] + ["weight average"] * 2 + [
+        "mean pooling"] * 4
+    steps = [int(r[3]) for r in variants]  # at tiny the 3,000-update rows are capped by three passes (19)
+    assert steps[19] == steps[20] == steps[0] < steps[21] == steps[22] == steps[9]  # mean pooling, then 3,000
     rates = [r for r in rows if r[0] == "100" and r[2] in names]
     assert len(rates) == 3 and all(len(r) == 6 for r in rates)
     assert any("gain at each one's best rate" in line for line in out.splitlines())
@@ -216,11 +222,11 @@ def test_bert_all_labels_tiny():
     out = run("benchmarks/bert_all_labels.py", "--tiny", "--threads", "1", "--variants", "12", "--no-rates",
               timeout=400)
     rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| ")]
-    assert [r[0] for r in rows if len(r) == 6 and r[0] in names] == ["pre-trained, new pooler"]
+    assert [r[0] for r in rows if len(r) == 7 and r[0] in names] == ["pre-trained, new pooler"]
     assert "With few labels" not in out
     bad = subprocess.run([sys.executable, "benchmarks/bert_all_labels.py", "--tiny", "--variants", "99"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and "--variants takes rows 0 to 13" in bad.stderr
+    assert bad.returncode == 2 and "--variants takes rows 0 to 22" in bad.stderr
 
 
 @NO_WIKITEXT
