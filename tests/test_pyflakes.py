@@ -1,9 +1,12 @@
-"""Every page's code, read as the one script a reader's kernel runs top to bottom, passes pyflakes: no name used
-before anything defines it, no import the page never uses, no f-string without a field.
+"""pyflakes over the code no test runs whole: every page's code, read as the one script a reader's kernel runs top
+to bottom, has no name used before anything defines it, no import the page never uses, no f-string without a field;
+and the package, the benchmarks and the tests use no undefined name.
 
-nbval runs the pages, but only at one scale and only the branches that scale takes; a name a page uses without
-importing -- page 13 once called IPython's ``display`` builtin, a NameError when the page runs as a plain script
-(``jupytext --to py``) -- or a cell only another scale reaches is caught here in a second for all of them.
+nbval runs the pages, but only at one scale and only the branches that scale takes; the benchmarks' full modes run
+only when someone asks for their numbers. A name a page uses without importing -- page 13 once called IPython's
+``display`` builtin, a NameError when the page runs as a plain script (``jupytext --to py``) -- or a benchmark's
+branch that only ``cpu`` reaches is caught here in seconds. (The code files are held to undefined names only: their
+deliberate unused imports carry ruff's ``noqa`` marks, which pyflakes does not read.)
 """
 from __future__ import annotations
 
@@ -11,11 +14,14 @@ from pathlib import Path
 
 import jupytext
 import pytest
+from pyflakes import messages
 from pyflakes.api import check
 from pyflakes.reporter import Reporter
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER_MDS = sorted((ROOT / "book").glob("[0-9][0-9]_*.md"))
+CODE = sorted(p for d in ("shoulders", "benchmarks", "tests") for p in (ROOT / d).rglob("*.py"))
+UNDEFINED = (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)
 
 
 class _Collect(Reporter):
@@ -67,6 +73,25 @@ def flakes(md: Path) -> list[str]:
 def test_page_code_passes_pyflakes(md):
     found = flakes(md)
     assert not found, f"{md.name}: pyflakes finds\n" + "\n".join(found)
+
+
+def test_there_is_code_to_check():
+    assert len(CODE) > 100 and ROOT / "shoulders" / "recipes" / "finetune.py" in CODE
+
+
+@pytest.mark.parametrize("py", CODE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_code_uses_no_undefined_name(py):
+    found = _Collect()
+    check(py.read_text(), str(py.relative_to(ROOT)), found)
+    bad = [m if isinstance(m, str) else f"line {m.lineno}: {m.message % m.message_args}" for m in found.found
+           if isinstance(m, str) or isinstance(m, UNDEFINED)]
+    assert not bad, f"{py.relative_to(ROOT)}: pyflakes finds\n" + "\n".join(bad)
+
+
+def test_code_check_turns_red_on_an_undefined_name():
+    found = _Collect()
+    check("def f():\n    return g(1)\n", "f.py", found)
+    assert [type(m) for m in found.found] == [messages.UndefinedName]
 
 
 def test_pyflakes_turns_red_on_an_undefined_name_and_an_unused_import(tmp_path):
