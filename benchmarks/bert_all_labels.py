@@ -23,7 +23,7 @@ at a time:
   classifier trained alone on the frozen encoder, a ``PROBE_SHARE`` of the run's updates more at ``PROBE_LR``,
   before the page's fine-tuning, so that a random head does not pull the pre-trained features about at first;
   the "updates" column counts the fine-tuning's only);
-  *layer-wise rates* (Sun et al. 2019, "How to fine-tune BERT for text classification?", §5.3: each layer's rate
+  *layer-wise rates* (Sun et al. 2019, "How to fine-tune BERT for text classification?": each layer's rate
   ``LAYER_DECAY`` times the one above, the embeddings lowest -- ULMFiT's discriminative rates, chapter 11);
   a *weight average* (Polyak averaging: the classifier scored with an exponential moving average of its weights,
   decay ``AVERAGE_DECAY``, which smooths the last updates' noise); *mean pooling* (the classifier on the mean of
