@@ -40,25 +40,23 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import functools
 import time
-
-import inspect
 from typing import Any
 
 import torch
-import torch.nn.functional as F
+from torch import nn
 
 from shoulders import giants, heads
 from shoulders._seed import seed as set_seed
-from shoulders.models.bert import BertModel, init_bert_weights
+from shoulders.models.bert import BertModel, BertOutput, init_bert_weights
+from shoulders.models.sentence_encoders import pool_states
 from shoulders.recipes.bert import BertPretrainingConfig
 from shoulders.recipes.bert_in_domain import InDomainConfig
-from shoulders.recipes.finetune import (BertFinetuningConfig, FeatureBatches, accuracy, compare, finetune,
-                                        seed_samples, set_trainable, sst2_phrases)
-from shoulders.train import Callback, discriminative_lr, fit
-from shoulders.train.optimizers import adamw
-from shoulders.train.schedules import linear_warmup_decay
+from shoulders.recipes.finetune import (BertFinetuningConfig, accuracy, compare, finetune, seed_samples,
+                                        set_trainable, sst2_phrases)
+from shoulders.train import Callback, discriminative_lr
 
 PAGE = "as the page"
 PROBE, LAYERWISE, AVERAGE, MEAN = "linear probe first", "layer-wise rates", "weight average", "mean pooling"
@@ -90,19 +88,20 @@ def new_pooler(encoder: BertModel) -> BertModel:
     return encoder
 
 
-class MeanPooled(heads.SequenceClassifier):
-    """:class:`~shoulders.heads.SequenceClassifier` on the mean of the top layer's token vectors (padding left
-    out) instead of the pooled ``[CLS]`` vector (the pooler then gets no gradient)."""
+class MeanPooled(nn.Module):
+    """A BERT encoder whose ``pooled`` sentence vector is the mean of its top layer's token vectors (padding left
+    out) instead of the ``[CLS]`` pooler's (which then gets no gradient): wrap it, and any
+    :class:`~shoulders.heads.SequenceClassifier` classifies from the mean."""
+
+    def __init__(self, bert: BertModel):
+        super().__init__()
+        self.bert, self.d_model = bert, bert.d_model
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> Any:
-        out = self.encoder(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
-        mask = (torch.ones_like(input_ids) if attention_mask is None else attention_mask).unsqueeze(-1).float()
-        pooled = (out.hidden * mask).sum(1) / mask.sum(1)  # (B, d)
-        logits = self.classifier(self.dropout(pooled))  # (B, 2)
-        if labels is None:
-            return logits
-        return {"loss": F.cross_entropy(logits, labels), "acc": (logits.argmax(-1) == labels).float().mean()}
+                attention_mask: torch.Tensor | None = None) -> BertOutput:
+        out = self.bert(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+        mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
+        return dataclasses.replace(out, pooled=pool_states(out.hidden, mask, "mean"))  # pooled (B, d)
 
 
 class WeightAverage(Callback):
@@ -136,10 +135,8 @@ def layerwise(head, features, pad_id, cfg, lr=None, steps=None, **kw):
     top, then the pooler and classifier at ``lr``)."""
     bert = head.encoder
     groups = [bert.embeddings, *bert.encoder.layers, [bert.pooler, head.classifier]]
-    optimizer = adamw(discriminative_lr(groups, lr, decay=1 / LAYER_DECAY), lr=lr, weight_decay=cfg.weight_decay)
-    keys = list(inspect.signature(head.forward).parameters)
-    return fit(head, FeatureBatches(features, cfg.batch_size, pad_id, keys=keys), optimizer, steps=steps,
-               schedule=linear_warmup_decay(int(cfg.warmup_frac * steps), steps), clip=1.0, **kw)
+    return finetune(head, features, pad_id, cfg, lr=lr, steps=steps,
+                    param_groups=discriminative_lr(groups, lr, decay=1 / LAYER_DECAY), **kw)
 
 
 def averaged(head, features, pad_id, cfg, lr=None, steps=None, callbacks=(), **kw):
@@ -188,8 +185,8 @@ def main() -> None:
 
     def run(name: str, rate: float, n: int, run_cfg: BertFinetuningConfig, way: str = PAGE) -> dict:
         # each seed's own n phrases, as the page's curve draws them (every label: the pool in the page's order)
-        classifier = MeanPooled if way == MEAN else heads.SequenceClassifier
-        return compare(lambda enc: classifier(enc, 2), {name: encoders[name]},
+        return compare(lambda enc: heads.SequenceClassifier(MeanPooled(enc) if way == MEAN else enc, 2),
+                       {name: encoders[name]},
                        seed_samples(train, n, seeds).__getitem__, tok.pad_id, run_cfg,
                        lambda head: accuracy(head, dev, tok.pad_id), {name: rate}, metric="dev accuracy %",
                        baseline=majority, steps=run_cfg.steps_for(n), seeds=seeds,

@@ -84,7 +84,7 @@ def test_code_uses_no_undefined_name(py):
     found = _Collect()
     check(py.read_text(), str(py.relative_to(ROOT)), found)
     bad = [m if isinstance(m, str) else f"line {m.lineno}: {m.message % m.message_args}" for m in found.found
-           if isinstance(m, str) or isinstance(m, UNDEFINED)]
+           if isinstance(m, (str, *UNDEFINED))]
     assert not bad, f"{py.relative_to(ROOT)}: pyflakes finds\n" + "\n".join(bad)
 
 

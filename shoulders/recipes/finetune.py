@@ -182,14 +182,17 @@ class FeatureBatches:
 
 def finetune(head: nn.Module, features: Sequence[Mapping[str, Any]], pad_id: int, cfg: BertFinetuningConfig,
              lr: float | None = None, steps: int | None = None,
-             evaluate: Callable[[nn.Module], Mapping[str, Any]] | None = None, **fit_kwargs: Any) -> History:
+             evaluate: Callable[[nn.Module], Mapping[str, Any]] | None = None,
+             param_groups: Sequence[Mapping[str, Any]] | None = None, **fit_kwargs: Any) -> History:
     """Train ``head`` (a :mod:`shoulders.heads` module around its encoder) on ``features``; returns the history.
 
-    Only parameters with ``requires_grad`` are optimised (see :func:`set_trainable`).
+    Only parameters with ``requires_grad`` are optimised (see :func:`set_trainable`), all at ``lr`` -- or, given
+    ``param_groups`` (optimiser groups with their own ``"lr"``, e.g. :func:`shoulders.train.discriminative_lr`'s
+    layer-wise rates), those groups, each under the same warm-up and decay.
     ``fit_kwargs`` go to :func:`shoulders.train.fit`.
     """
     steps = steps if steps is not None else cfg.steps_for(len(features))
-    params = [p for p in head.parameters() if p.requires_grad]
+    params = list(param_groups) if param_groups is not None else [p for p in head.parameters() if p.requires_grad]
     if not params:
         raise ValueError("every parameter of the head is frozen: nothing to fine-tune")
     optimizer = adamw(params, lr=lr if lr is not None else cfg.lr, weight_decay=cfg.weight_decay)
