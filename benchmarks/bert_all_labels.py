@@ -1,6 +1,7 @@
 """What moves BERT's SST-2 score with every label (chapter 14b): the levers tried, each measured the page's way.
 
-    python benchmarks/bert_all_labels.py            # cpu: the bert and bert_sst giants (cached), ~35 minutes
+    python benchmarks/bert_all_labels.py            # cpu: the bert and bert_sst giants (cached), over an hour
+    python benchmarks/bert_all_labels.py --variants 23 24 --no-rates   # two rows (each prints its s per run)
     python benchmarks/bert_all_labels.py --tiny     # smoke giants, a few hundred labels, seconds of fine-tuning
 
 Page 14b fine-tunes the ``bert`` giant and the same network from scratch on SST-2 with three seeds. With every
@@ -28,7 +29,10 @@ at a time:
   a *weight average* (Polyak averaging: the classifier scored with an exponential moving average of its weights,
   decay ``AVERAGE_DECAY``, which smooths the last updates' noise); *mean pooling* (the classifier on the mean of
   the top layer's token vectors instead of the ``[CLS]`` pooler: Reimers & Gurevych 2019 pool so; masked LM
-  trains every token's vector and only next-sentence prediction trains ``[CLS]``).
+  trains every token's vector and only next-sentence prediction trains ``[CLS]``); mean pooling with 3,000 updates
+  also on the ``bert_sst`` giant, whose token vectors masked LM went on training on SST's own sentences (the two
+  levers that helped, together); and *word embeddings frozen* (the WordPiece table left as pre-training made it,
+  so that a word the labelled phrases never show keeps its place among the words they do).
 
 It prints one Markdown row per variant: the mean dev accuracy, each seed, and the seconds per run. A second table
 asks whether the page's one rate for both encoders is fair to the fresh network where labels are few: for the
@@ -60,6 +64,7 @@ from shoulders.train import Callback, discriminative_lr
 
 PAGE = "as the page"
 PROBE, LAYERWISE, AVERAGE, MEAN = "linear probe first", "layer-wise rates", "weight average", "mean pooling"
+WORDS_FIXED = "word embeddings frozen"
 # (encoder, learning rate or None for the page's, max updates: None for the page's cap, 0 for none = cfg.epochs
 # passes, the way of fine-tuning)
 VARIANTS = (("from scratch", None, None, PAGE), ("pre-trained", None, None, PAGE),
@@ -74,7 +79,8 @@ VARIANTS = (("from scratch", None, None, PAGE), ("pre-trained", None, None, PAGE
             ("pre-trained", None, None, LAYERWISE),
             ("from scratch", None, None, AVERAGE), ("pre-trained", None, None, AVERAGE),
             ("from scratch", None, None, MEAN), ("pre-trained", None, None, MEAN),
-            ("from scratch", None, 3_000, MEAN), ("pre-trained", None, 3_000, MEAN))
+            ("from scratch", None, 3_000, MEAN), ("pre-trained", None, 3_000, MEAN),
+            ("pre-trained + SST text", None, 3_000, MEAN), ("pre-trained", None, None, WORDS_FIXED))
 RATE_ENCODERS = ("from scratch", "pre-trained", "pre-trained + SST text")  # the few-labels table's encoders
 RATES = (2e-4, 5e-4, 1e-3)
 PROBE_SHARE, PROBE_LR = 0.2, 1e-3   # the linear probe before fine-tuning: 300 updates before the page's 1,500
@@ -147,7 +153,14 @@ def averaged(head, features, pad_id, cfg, lr=None, steps=None, callbacks=(), **k
     return history
 
 
-TRAINERS = {PAGE: finetune, PROBE: probe_first, LAYERWISE: layerwise, AVERAGE: averaged, MEAN: finetune}
+def words_fixed(head, features, pad_id, cfg, **kw):
+    """:func:`finetune` with the encoder's WordPiece embeddings left as pre-training made them."""
+    head.encoder.embeddings.word.weight.requires_grad_(False)
+    return finetune(head, features, pad_id, cfg, **kw)
+
+
+TRAINERS = {PAGE: finetune, PROBE: probe_first, LAYERWISE: layerwise, AVERAGE: averaged, MEAN: finetune,
+            WORDS_FIXED: words_fixed}
 
 
 def main() -> None:

@@ -13,8 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
+from shoulders import heads
 from shoulders.data import mirror_folder
+from shoulders.models.bert import BertConfig, BertModel
+from shoulders.recipes.finetune import BertFinetuningConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((ROOT / "benchmarks").glob("*.py"))
@@ -201,20 +205,36 @@ def test_quick_thoughts_settings_tiny():
         assert len(cells) == 3 and all(0 < float(c.split(" (")[0]) <= 100 for c in cells)
 
 
+def test_bert_all_labels_words_fixed_trains_all_but_the_word_embeddings():
+    bal = load(ROOT / "benchmarks" / "bert_all_labels.py")
+    torch.manual_seed(0)
+    head = heads.SequenceClassifier(BertModel(BertConfig.named("tiny", vocab_size=20, max_len=16)), 2)
+    before = {k: v.clone() for k, v in head.state_dict().items()}
+    feats = [{"input_ids": [2, 5 + i % 7, 3], "token_type_ids": [0, 0, 0], "labels": i % 2} for i in range(16)]
+    cfg = BertFinetuningConfig.preset("smoke", batch_size=8, max_steps=3, min_steps=3)
+    bal.words_fixed(head, feats, 0, cfg, lr=1e-2, steps=3)
+    after = head.state_dict()
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert "encoder.embeddings.word.weight" not in changed
+    assert {"encoder.embeddings.position.weight", "classifier.weight"} <= changed
+
+
 @NO_WIKITEXT
 def test_bert_all_labels_tiny():
     out = run("benchmarks/bert_all_labels.py", "--tiny", "--threads", "1", "--budgets", "100", timeout=400)
     rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| ")]
     names = ("from scratch", "pre-trained", "pre-trained + SST text", "pre-trained, new pooler")
     variants = [r for r in rows if len(r) == 7 and r[0] in names]
-    assert len(variants) == 23 and all(0 < float(r[4]) <= 100 for r in variants)
+    assert len(variants) == 25 and all(0 < float(r[4]) <= 100 for r in variants)
     assert {r[0] for r in variants} == set(names)
     ways = [r[1] for r in variants]
     assert ways[:14] == ["as the page"] * 14
     assert ways[14:] == ["linear probe first"] * 2 + ["layer-wise rates"] + ["weight average"] * 2 + [
-        "mean pooling"] * 4
+        "mean pooling"] * 5 + ["word embeddings frozen"]
+    assert variants[23][0] == "pre-trained + SST text" and variants[24][0] == "pre-trained"
     steps = [int(r[3]) for r in variants]  # at tiny the 3,000-update rows are capped by three passes (19)
-    assert steps[19] == steps[20] == steps[0] < steps[21] == steps[22] == steps[9]  # mean pooling, then 3,000
+    assert steps[19] == steps[20] == steps[0] < steps[21] == steps[22] == steps[23] == steps[9]  # then 3,000
+    assert steps[24] == steps[0]
     rates = [r for r in rows if r[0] == "100" and r[2] in names]
     assert len(rates) == 3 and all(len(r) == 6 for r in rates)
     assert any("gain at each one's best rate" in line for line in out.splitlines())
@@ -226,7 +246,7 @@ def test_bert_all_labels_tiny():
     assert "With few labels" not in out
     bad = subprocess.run([sys.executable, "benchmarks/bert_all_labels.py", "--tiny", "--variants", "99"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and "--variants takes rows 0 to 22" in bad.stderr
+    assert bad.returncode == 2 and "--variants takes rows 0 to 24" in bad.stderr
 
 
 @NO_WIKITEXT

@@ -88,9 +88,10 @@ class BertFinetuningConfig(Config):
         # threads, 2-core CPU, 2026-12-07, each seed its own labelled sample): 1,000 labels +4.7 (61.2-64.1 vs
         # 56.5-60.0) and bert_sst +6.7 (64.2-65.5); all labels +0.3 (inside the seeds' spread, so not
         # asserted at cpu; nor beyond it with bert_sst, other rates, 3,000 or 6,314 updates, a fresh pooler, a
-        # linear probe first, layer-wise rates or a weight average; mean pooling with 3,000 updates puts seeds 0-2
-        # beyond it, but only 23 of the 56 triples of eight seeds -- paired +0.7 se 0.18, the page's recipe +0.1 se
-        # 0.21: benchmarks/bert_all_labels.py). On one shared sample for every seed (before 2026-12-07) 1,000
+        # linear probe first, layer-wise rates, a weight average, frozen word embeddings (-5.9) or bert_sst mean-
+        # pooled; mean pooling with 3,000 updates puts seeds 0-2 beyond it, but only 23 of the 56 triples of eight
+        # seeds -- paired +0.7 se 0.18, the page's recipe +0.1 se 0.21: benchmarks/bert_all_labels.py). On one
+        # shared sample for every seed (before 2026-12-07) 1,000
         # labels gave +8.3, which the page asserted as >= 5 for the bert giant alone;
         # WNUT-17 F1 17.5 vs 8.1; SQuAD F1 16.6 vs 7.8 after squad_steps=3,000 updates (+8.8; earlier giant, after
         # 1,500: +4.5)
