@@ -44,18 +44,15 @@ from __future__ import annotations
 
 import argparse
 import copy
-import dataclasses
 import functools
 import time
 from typing import Any
 
 import torch
-from torch import nn
 
 from shoulders import giants, heads
 from shoulders._seed import seed as set_seed
-from shoulders.models.bert import BertModel, BertOutput, init_bert_weights
-from shoulders.models.sentence_encoders import pool_states
+from shoulders.models.bert import BertModel, init_bert_weights
 from shoulders.recipes.bert import BertPretrainingConfig
 from shoulders.recipes.bert_in_domain import InDomainConfig
 from shoulders.recipes.finetune import (BertFinetuningConfig, accuracy, compare, finetune, seed_samples,
@@ -92,22 +89,6 @@ def new_pooler(encoder: BertModel) -> BertModel:
     """``encoder`` with its ``[CLS]`` pooler drawn afresh, as BERT initialises it (N(0, 0.02^2), zero bias)."""
     init_bert_weights(encoder.pooler)
     return encoder
-
-
-class MeanPooled(nn.Module):
-    """A BERT encoder whose ``pooled`` sentence vector is the mean of its top layer's token vectors (padding left
-    out) instead of the ``[CLS]`` pooler's (which then gets no gradient): wrap it, and any
-    :class:`~shoulders.heads.SequenceClassifier` classifies from the mean."""
-
-    def __init__(self, bert: BertModel):
-        super().__init__()
-        self.bert, self.d_model = bert, bert.d_model
-
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None) -> BertOutput:
-        out = self.bert(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
-        mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
-        return dataclasses.replace(out, pooled=pool_states(out.hidden, mask, "mean"))  # pooled (B, d)
 
 
 class WeightAverage(Callback):
@@ -198,7 +179,7 @@ def main() -> None:
 
     def run(name: str, rate: float, n: int, run_cfg: BertFinetuningConfig, way: str = PAGE) -> dict:
         # each seed's own n phrases, as the page's curve draws them (every label: the pool in the page's order)
-        return compare(lambda enc: heads.SequenceClassifier(MeanPooled(enc) if way == MEAN else enc, 2),
+        return compare(lambda enc: heads.SequenceClassifier(heads.MeanPooled(enc) if way == MEAN else enc, 2),
                        {name: encoders[name]},
                        seed_samples(train, n, seeds).__getitem__, tok.pad_id, run_cfg,
                        lambda head: accuracy(head, dev, tok.pad_id), {name: rate}, metric="dev accuracy %",

@@ -26,6 +26,7 @@ ways to use a pretrained model: frozen features, fine-tuning everything, or only
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -33,10 +34,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from .models.ids import check_labels
+from .models.sentence_encoders import pool_states
 from .text.bert_inputs import IGNORE  # padding, special tokens, non-first word pieces: not scored
 from .text.task_features import best_span
 
-__all__ = ["Head", "MultipleChoice", "SequenceClassifier", "SpanExtractor", "TokenTagger", "best_span"]
+__all__ = ["Head", "MeanPooled", "MultipleChoice", "SequenceClassifier", "SpanExtractor", "TokenTagger",
+           "best_span"]
 
 
 
@@ -74,6 +77,26 @@ def _masked_min(logits: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor
     if keep is None:
         return logits
     return logits.masked_fill(~keep.bool(), torch.finfo(logits.dtype).min)
+
+
+class MeanPooled(nn.Module):
+    """An encoder whose ``pooled`` summary is the mean of its top layer's token vectors over the real tokens,
+    padding left out, instead of its own (BERT's ``[CLS]`` pooler, GPT's or XLNet's last token, which then get no
+    gradient): wrap an encoder of this module's protocol, and a head on it reads the mean. Sentence-BERT pools so
+    (Reimers & Gurevych 2019, §3): masked LM trains every token's top vector, only next-sentence prediction
+    ``[CLS]``'s. The wrapped encoder is ``.encoder``; its output (a NamedTuple or a dataclass) keeps every other
+    field."""
+
+    def __init__(self, encoder: nn.Module):
+        super().__init__()
+        self.encoder, self.d_model = encoder, encoder.d_model
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None) -> Any:
+        out = self.encoder(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+        mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
+        pooled = pool_states(out.hidden, mask, "mean")  # (B, d)
+        return out._replace(pooled=pooled) if hasattr(out, "_replace") else dataclasses.replace(out, pooled=pooled)
 
 
 class SequenceClassifier(Head):

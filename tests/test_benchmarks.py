@@ -273,12 +273,19 @@ def test_bert_giant_levers_tiny():
 
 @NO_WIKITEXT
 def test_three_ways_rates_tiny():
-    out = run("benchmarks/three_ways_rates.py", "--tiny", "--threads", "1", "--networks", "awd_lstm", "--tasks",
-              "SST-2", "--shared-lr", "1e-3", timeout=400)  # may train the smoke AWD-LSTM giant
+    out = run("benchmarks/three_ways_rates.py", "--tiny", "--threads", "1", "--networks", "awd_lstm", "bert",
+              "--tasks", "SST-2", "--shared-lr", "1e-3", "--pooling", "paper", "mean",
+              timeout=400)  # may train the smoke AWD-LSTM and BERT giants
     rows = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| awd_lstm")]
-    assert [(r[1], r[2], r[5]) for r in rows] == [(rates, lr, way) for rates, lr in (("chapters", "0.003"),
-                                                  ("shared", "0.001")) for way in ("top", "full", "scratch")]
-    assert all(r[3] == "SST-2" and r[4] == "120" and 0 < float(r[6]) <= 100 and r[8] in ("yes", "no") for r in rows)
+    assert "concat pooling pools every state already" in rows.pop()[3]  # no mean-pooled AWD-LSTM
+    assert [(r[1], r[2], r[3], r[6]) for r in rows] == [
+        (rates, "paper", lr, way) for rates, lr in (("chapters", "0.003"), ("shared", "0.001"))
+        for way in ("top", "full", "scratch")]
+    bert = [line.strip(" |").split(" | ") for line in out.splitlines() if line.startswith("| bert | chapters")]
+    assert [(r[2], r[6]) for r in bert] == [(p, way) for p in ("paper", "mean") for way in ("top", "full", "scratch")]
+    rows += bert
+    assert all(r[4] == "SST-2" and r[5] == "120" and 0 < float(r[7]) <= 100 and r[9] in ("yes", "no") for r in rows)
+    assert [r[7] for r in bert[:3]] != [r[7] for r in bert[3:]], "the mean must change what the classifier reads"
     bad = subprocess.run([sys.executable, "benchmarks/three_ways_rates.py", "--tiny", "--networks", "elmo"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--networks takes some of" in bad.stderr

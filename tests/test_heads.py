@@ -8,7 +8,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from shoulders.heads import MultipleChoice, SequenceClassifier, SpanExtractor, TokenTagger, best_span
+from shoulders.heads import MeanPooled, MultipleChoice, SequenceClassifier, SpanExtractor, TokenTagger, best_span
+from shoulders.models.bert import BertConfig
+from shoulders.models.gpt import GPTConfig, GPTModel
 from shoulders.recipes.finetune import set_trainable
 
 V, D, T, L = 30, 16, 10, 3
@@ -323,6 +325,30 @@ def test_heads_on_bert():
         top = any(p is q for q in [*stack[-1].parameters(), *head.encoder.pooler.parameters(),
                                    *head.classifier.parameters()])
         assert got[name] == top == p.requires_grad, name
+
+
+@pytest.mark.parametrize("kind", ["bert", "gpt"])  # a dataclass output and a NamedTuple one
+def test_mean_pooled_classifies_from_the_mean_of_the_real_tokens(kind):
+    torch.manual_seed(0)
+    ids, segs, mask = batch()
+    if kind == "bert":
+        enc = BertConfig.named("tiny", vocab_size=V, max_len=16, dropout=0.0, attn_dropout=0.0).build().bert
+    else:
+        enc = GPTModel(GPTConfig(vocab_size=V, d_model=D, n_layers=1, n_heads=2, d_ff=32, max_len=16, dropout=0.0,
+                                 attn_dropout=0.0))
+    wrapped = MeanPooled(enc)
+    inner, out = enc(ids, token_type_ids=segs, attention_mask=mask), wrapped(ids, token_type_ids=segs,
+                                                                             attention_mask=mask)
+    assert type(out) is type(inner) and torch.equal(out.hidden, inner.hidden)
+    m = mask.float()[..., None]  # (B, T, 1): the padded row's last three positions left out
+    torch.testing.assert_close(out.pooled, (inner.hidden * m).sum(1) / m.sum(1))
+    assert not torch.allclose(out.pooled, inner.pooled)
+    assert wrapped.d_model == enc.d_model and wrapped.encoder is enc
+    head = SequenceClassifier(wrapped, 2)
+    head(ids, segs, mask, labels=torch.tensor([0, 1, 0, 1]))["loss"].backward()
+    if kind == "bert":  # the [CLS] pooler is off the path
+        assert all(p.grad is None for p in enc.pooler.parameters())
+    assert head.classifier.weight.grad is not None
 
 
 def test_frozen_encoder_stays_in_eval_mode_while_the_head_trains():
