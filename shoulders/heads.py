@@ -10,7 +10,8 @@ Figure 4 of the BERT paper shows the four shapes used here:
   and :func:`best_span`;
 * (d) single-sentence tagging (NER): a classifier on every token, :class:`TokenTagger`;
 * and SWAG (§4.4): each candidate continuation packed with the context and scored by a vector on ``[CLS]``,
-  :class:`MultipleChoice`.
+  :class:`MultipleChoice`;
+* and, around any encoder, :class:`MeanPooled`: its summary the mean of the top layer's token vectors instead.
 
 Every head works with any encoder that follows one small protocol (BERT's
 :class:`shoulders.models.bert.BertModel` does; so can GPT or ELMo wrappers)::
