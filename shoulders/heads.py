@@ -9,7 +9,7 @@ Figure 4 of the BERT paper shows the four shapes used here:
 * (c) question answering (SQuAD): a start and an end vector scored against every token, :class:`SpanExtractor`
   and :func:`best_span`;
 * (d) single-sentence tagging (NER): a classifier on every token, :class:`TokenTagger`;
-* and SWAG (§4.4): each candidate continuation packed with the context and scored by a vector on ``[CLS]``,
+* SWAG (§4.4): each candidate continuation packed with the context and scored by a vector on ``[CLS]``,
   :class:`MultipleChoice`;
 * and, around any encoder, :class:`MeanPooled`: its summary the mean of the top layer's token vectors instead.
 
