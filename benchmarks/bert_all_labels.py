@@ -57,7 +57,7 @@ from shoulders.recipes.bert import BertPretrainingConfig
 from shoulders.recipes.bert_in_domain import InDomainConfig
 from shoulders.recipes.finetune import (BertFinetuningConfig, accuracy, compare, finetune, seed_samples,
                                         set_trainable, sst2_phrases)
-from shoulders.train import Callback, discriminative_lr
+from shoulders.train import Callback, discriminative_lr, freeze
 
 PAGE = "as the page"
 PROBE, LAYERWISE, AVERAGE, MEAN = "linear probe first", "layer-wise rates", "weight average", "mean pooling"
@@ -136,7 +136,7 @@ def averaged(head, features, pad_id, cfg, lr=None, steps=None, callbacks=(), **k
 
 def words_fixed(head, features, pad_id, cfg, **kw):
     """:func:`finetune` with the encoder's WordPiece embeddings left as pre-training made them."""
-    head.encoder.embeddings.word.weight.requires_grad_(False)
+    freeze(head.encoder.embeddings.word)
     return finetune(head, features, pad_id, cfg, **kw)
 
 
