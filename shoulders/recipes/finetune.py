@@ -91,10 +91,9 @@ class BertFinetuningConfig(Config):
         # linear probe first, layer-wise rates, a weight average, frozen word embeddings (-5.9) or bert_sst mean-
         # pooled; mean pooling with 3,000 updates puts seeds 0-2 beyond it, but only 23 of the 56 triples of eight
         # seeds -- paired +0.7 se 0.18, the page's recipe +0.1 se 0.21: benchmarks/bert_all_labels.py). On one
-        # shared sample for every seed (before 2026-12-07) 1,000
-        # labels gave +8.3, which the page asserted as >= 5 for the bert giant alone;
-        # WNUT-17 F1 17.5 vs 8.1; SQuAD F1 16.6 vs 7.8 after squad_steps=3,000 updates (+8.8; earlier giant, after
-        # 1,500: +4.5)
+        # shared sample for every seed (before 2026-12-07) 1,000 labels gave +8.3, which the page asserted as >= 5
+        # for the bert giant alone; WNUT-17 F1 17.5 vs 8.1; SQuAD F1 16.6 vs 7.8 after squad_steps=3,000 updates
+        # (+8.8; earlier giant, after 1,500: +4.5)
         "smoke": dict(fitted="from scratch", sst2_over_majority=None, beats_spread=False,
                       few_labels_beats_spread=False, few_labels_gain=None, wnut_f1=None, squad_gain=None,
                       in_domain_mlm_gain=None),
